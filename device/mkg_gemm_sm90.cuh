@@ -1,0 +1,74 @@
+/* mkg_gemm_sm90.cuh - what a persistent kernel includes to run mkgemm inline.
+ *
+ * Brings the launch-wide shared-memory layout, the per-unit producer/consumer
+ * routines, and mkg_gemm_persistent_sm90: the shipped kernel that runs one GEMM
+ * with one schedule by looping over its work units. A user's megakernel follows
+ * the same shape:
+ *
+ *   extern __shared__ unsigned char smem[];            // MKG_LAUNCH_SMEM_BYTES
+ *   mkg_smem sm = mkg_smem_carve(smem);
+ *   if (threadIdx.x == 0) mkg_smem_init(&sm);
+ *   __syncthreads();
+ *   mkg_ring ring = mkg_ring_start();
+ *   if (threadIdx.x < 128) {                           // producer warpgroup
+ *       mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
+ *       if (threadIdx.x == 0) for (each unit u) mkg_gemm_produce_unit<...>(p, m, u, ..., &ring, &sm);
+ *   } else {                                           // consumer warpgroups 0, 1
+ *       mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
+ *       for (each unit u) mkg_gemm_consume_unit<...>(p, m, u, ..., &ring, &sm, threadIdx.x / 128 - 1);
+ *   }
+ */
+#ifndef MKG_GEMM_SM90_CUH
+#define MKG_GEMM_SM90_CUH
+
+#include "mkg_gemm.h"
+#include "mkg_mainloop_sm90.cuh"
+#include "mkg_pipeline_sm90.cuh"
+#include "mkg_ptx_sm90.cuh"
+#include "mkg_schedules.h"
+
+static_assert(MKG_LAUNCH_THREADS == 128 * (1 + MKG_LAUNCH_CONSUMERS), "one producer + consumer warpgroups");
+static_assert(MKG_LAUNCH_CONSUMERS * 128 * MKG_LAUNCH_CONSUMER_REGS + 128 * MKG_LAUNCH_PRODUCER_REGS <= 65536,
+              "setmaxnreg split exceeds the register file");
+static_assert(MKG_LAUNCH_SMEM_BYTES <= 227 * 1024, "shared memory budget exceeds sm_90's 227 KB");
+static_assert(MKG_LAUNCH_CLUSTER == 1, "the mainloop issues CTA-local TMA only");
+
+// Every schedule row compiles against the launch shape (mkg_shape's asserts).
+#define MKG_X_CHECK(name, tm, tn, tk, st, raster, group, swap) \
+    static_assert(sizeof(mkg_shape<tm, tn, tk, st, swap>) > 0, #name);
+MKG_SCHEDULE_LIST(MKG_X_CHECK)
+#undef MKG_X_CHECK
+
+// The shipped persistent kernel: one CTA per SM (or fewer), units handed out
+// round-robin in unit order.
+template <int DT, int TM, int TN, int TK, int ST, int SWAP>
+__global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
+mkg_gemm_persistent_sm90(const mkg_gemm_params *__restrict__ p, int raster, int group)
+{
+    extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
+    const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
+    if (threadIdx.x == 0) {
+        mkg_prefetch_tensormap(&p->a_map[mkg_box_class(TM)]);
+        mkg_prefetch_tensormap(&p->b_map[mkg_box_class(TN)]);
+        mkg_smem_init(&sm);
+    }
+    __syncthreads();
+
+    const int m = p->m;
+    const int units = mkg_unit_count<TM, TN>(m, p->n);
+    mkg_ring ring = mkg_ring_start();
+    if (threadIdx.x < 128) {
+        mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
+        if (threadIdx.x == 0) {
+            for (int u = blockIdx.x; u < units; u += gridDim.x)
+                mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP>(p, m, u, raster, group, &ring, &sm);
+        }
+    } else {
+        mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
+        const int wg = threadIdx.x / 128 - 1;
+        for (int u = blockIdx.x; u < units; u += gridDim.x)
+            mkg_gemm_consume_unit<DT, TM, TN, TK, ST, SWAP>(p, m, u, raster, group, &ring, &sm, wg);
+    }
+}
+
+#endif /* MKG_GEMM_SM90_CUH */

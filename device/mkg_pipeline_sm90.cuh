@@ -1,0 +1,106 @@
+/* mkg_pipeline_sm90.cuh - the shared-memory operand ring and its state.
+ *
+ * Launch-wide layout of dynamic shared memory (MKG_LAUNCH_SMEM_BYTES):
+ *   [full barriers x MAX_STAGES][empty barriers x MAX_STAGES] ... pad ... [ring, 1024-aligned]
+ * A schedule with ST stages of S bytes uses ring slots 0..ST-1 at slot * S.
+ * full[s]  : one producer arrive + TMA transaction bytes; consumers wait on it.
+ * empty[s] : one arrive per consumer warpgroup once its wgmma reading s is done.
+ *
+ * mkg_ring is the per-role pipeline state (next slot + one parity bit per slot);
+ * the producer thread and each consumer thread keep their own copy in registers
+ * and walk the same slot sequence. Because parity is tracked per slot, schedules
+ * with different stage counts can follow each other on one ring (megakernel):
+ * on a layout change the producer first drains every slot (mkg_ring_switch).
+ */
+#ifndef MKG_PIPELINE_SM90_CUH
+#define MKG_PIPELINE_SM90_CUH
+
+#include <stdint.h>
+
+#include "mkg_ptx_sm90.cuh"
+#include "mkg_schedules.h"
+
+typedef struct mkg_smem {
+    uint32_t full;      /* shared address of full[0]; full[s] = full + 8 s */
+    uint32_t empty;     /* shared address of empty[0] */
+    uint32_t ring;      /* shared address of slot 0, 1024-byte aligned */
+} mkg_smem;
+
+typedef struct mkg_ring {
+    uint32_t slot;      /* next slot to fill (producer) or consume (consumer) */
+    uint32_t parity;    /* bit s: number of completed uses of slot s, mod 2 */
+    int layout;         /* ring layout key of the last unit (-1: none yet) */
+} mkg_ring;
+
+static __device__ __forceinline__ mkg_ring mkg_ring_start(void)
+{
+    mkg_ring r;
+    r.slot = 0;
+    r.parity = 0;
+    r.layout = -1;
+    return r;
+}
+
+// Carves the launch-wide layout out of the dynamic shared memory base.
+static __device__ __forceinline__ mkg_smem mkg_smem_carve(void *dyn)
+{
+    mkg_smem sm;
+    uint32_t base = mkg_smem_addr(dyn);
+    sm.full = (base + 7u) & ~7u;
+    sm.empty = sm.full + 8u * MKG_LAUNCH_MAX_STAGES;
+    sm.ring = (sm.empty + 8u * MKG_LAUNCH_MAX_STAGES + 1023u) & ~1023u;
+    return sm;
+}
+
+// One thread initialises every barrier; the caller then syncs the CTA.
+static __device__ __forceinline__ void mkg_smem_init(const mkg_smem *sm)
+{
+    for (int s = 0; s < MKG_LAUNCH_MAX_STAGES; ++s) {
+        mkg_mbarrier_init(sm->full + 8u * s, 1);
+        mkg_mbarrier_init(sm->empty + 8u * s, MKG_LAUNCH_CONSUMERS);
+    }
+    mkg_fence_mbarrier_init();
+}
+
+static __device__ __forceinline__ uint32_t mkg_ring_bit(const mkg_ring *r, uint32_t s)
+{
+    return (r->parity >> s) & 1u;
+}
+
+// Moves to the next slot of an ST-stage ring, flipping the parity of the slot used.
+template <int ST>
+static __device__ __forceinline__ void mkg_ring_advance(mkg_ring *r)
+{
+    r->parity ^= 1u << r->slot;
+    r->slot = r->slot + 1 == (uint32_t)ST ? 0u : r->slot + 1;
+}
+
+// Producer: waits until consumers have released slot s as often as it was filled.
+static __device__ __forceinline__ void mkg_ring_wait_empty(const mkg_ring *r, const mkg_smem *sm, uint32_t s)
+{
+    mkg_mbarrier_wait_parity(sm->empty + 8u * s, mkg_ring_bit(r, s) ^ 1u);
+}
+
+// Consumer: waits until the current fill of slot s has landed.
+static __device__ __forceinline__ void mkg_ring_wait_full(const mkg_ring *r, const mkg_smem *sm, uint32_t s)
+{
+    mkg_mbarrier_wait_parity(sm->full + 8u * s, mkg_ring_bit(r, s));
+}
+
+// Called by both roles at the start of every unit. When the ring layout (stage
+// size or count) changes, slots of the old layout may overlap any slot of the
+// new one, so the producer waits until every slot it ever filled was released;
+// then both roles restart at slot 0. Parity bits carry over unchanged.
+static __device__ __forceinline__ void mkg_ring_switch(mkg_ring *r, const mkg_smem *sm, int layout, int producer)
+{
+    if (r->layout == layout)
+        return;
+    if (producer && r->layout >= 0) {
+        for (uint32_t s = 0; s < MKG_LAUNCH_MAX_STAGES; ++s)
+            mkg_ring_wait_empty(r, sm, s);
+    }
+    r->layout = layout;
+    r->slot = 0;
+}
+
+#endif /* MKG_PIPELINE_SM90_CUH */

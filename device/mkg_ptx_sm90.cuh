@@ -1,0 +1,142 @@
+/* mkg_ptx_sm90.cuh - thin wrappers over the sm_90a PTX that the mainloop uses.
+ *
+ * One static __forceinline__ function per instruction, named after it:
+ * mbarrier init / arrive / expect-tx / try-wait, TMA tile loads, wgmma
+ * fence / commit / wait, setmaxnreg, proxy and mbarrier-init fences, named
+ * barriers. Addresses of shared memory are 32-bit shared-window addresses.
+ * PTX ISA references are to the CUDA 13.0 PTX ISA (8.x sections).
+ */
+#ifndef MKG_PTX_SM90_CUH
+#define MKG_PTX_SM90_CUH
+
+#include <cuda.h>
+#include <stdint.h>
+
+static __device__ __forceinline__ uint32_t mkg_smem_addr(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+// ---- mbarrier (PTX ISA 9.7.13.15) -------------------------------------------
+
+static __device__ __forceinline__ void mkg_mbarrier_init(uint32_t bar, uint32_t count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+
+// NOTE: makes the initialised barriers visible to the async proxy (TMA) and to
+// other threads before anyone arrives on them.
+static __device__ __forceinline__ void mkg_fence_mbarrier_init(void)
+{
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+static __device__ __forceinline__ void mkg_mbarrier_arrive(uint32_t bar)
+{
+    asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+
+static __device__ __forceinline__ void mkg_mbarrier_arrive_expect_tx(uint32_t bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;"
+                 ::"r"(bar), "r"(bytes) : "memory");
+}
+
+// True once the phase of the given parity has completed. A fresh barrier
+// reports parity 1 as complete, which is how a producer's first pass through
+// an empty ring proceeds without waiting.
+static __device__ __forceinline__ uint32_t mkg_mbarrier_try_wait_parity(uint32_t bar, uint32_t parity)
+{
+    uint32_t done;
+    asm volatile("{\n\t.reg .pred p;\n\t"
+                 "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2;\n\t"
+                 "selp.u32 %0, 1, 0, p;\n\t}"
+                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    return done;
+}
+
+static __device__ __forceinline__ void mkg_mbarrier_wait_parity(uint32_t bar, uint32_t parity)
+{
+    while (!mkg_mbarrier_try_wait_parity(bar, parity)) {
+    }
+}
+
+// ---- TMA (PTX ISA 9.7.9.25) ---------------------------------------------------
+
+// 2-D tile load of the box at {c0 (inner, elements), c1 (rows)} into shared
+// memory at dst, completing `box bytes` of transaction on bar. Out-of-bounds
+// elements are zero-filled and still counted.
+static __device__ __forceinline__ void mkg_tma_load_2d(uint32_t dst, const CUtensorMap *map,
+                                                       uint32_t bar, int c0, int c1)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];"
+                 ::"r"(dst), "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+
+static __device__ __forceinline__ void mkg_prefetch_tensormap(const CUtensorMap *map)
+{
+    asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)map) : "memory");
+}
+
+// ---- wgmma control (PTX ISA 9.7.15.5-9.7.15.7) --------------------------------
+
+static __device__ __forceinline__ void mkg_wgmma_fence(void)
+{
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
+
+static __device__ __forceinline__ void mkg_wgmma_commit_group(void)
+{
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+
+template <int N>
+static __device__ __forceinline__ void mkg_wgmma_wait_group(void)
+{
+    static_assert(N >= 0 && N <= 7, "wgmma.wait_group takes 0..7");
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+
+// NOTE: wgmma writes its accumulators asynchronously, which the compiler cannot
+// see. Passing every accumulator register through an empty volatile asm after
+// wgmma.wait_group pins all later reads behind the wait.
+static __device__ __forceinline__ void mkg_fence_operand(float &r)
+{
+    asm volatile("" : "+f"(r)::"memory");
+}
+
+// ---- registers, fences, barriers --------------------------------------------------
+
+template <int R>
+static __device__ __forceinline__ void mkg_setmaxnreg_inc(void)
+{
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R));
+}
+
+template <int R>
+static __device__ __forceinline__ void mkg_setmaxnreg_dec(void)
+{
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(R));
+}
+
+// Orders this thread's generic-proxy shared-memory writes before later
+// async-proxy (TMA, wgmma) accesses of the same memory.
+static __device__ __forceinline__ void mkg_fence_proxy_async_shared(void)
+{
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+static __device__ __forceinline__ void mkg_bar_sync(int id, int threads)
+{
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+static __device__ __forceinline__ uint64_t mkg_globaltimer(void)
+{
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+#endif /* MKG_PTX_SM90_CUH */

@@ -1,0 +1,171 @@
+/* mkg_gemm_host.c - create / launch / destroy a GEMM on the shipped persistent kernel.
+ *
+ * mkg_gemm_create validates first and touches CUDA only for a valid descriptor;
+ * mkg_gemm_launch re-checks the schedule and grid and never launches on bad input.
+ */
+#include <stdlib.h>
+
+#include <cuda_runtime_api.h>
+
+#include "mkg_gemm.h"
+#include "mkg_internal.h"
+#include "mkg_nvtx.h"
+
+struct mkg_gemm_op {
+    mkg_gemm_desc desc;
+    mkg_gemm_params *dev;       /* device copy of the params */
+    int sms;                    /* multiprocessors of the device it was created on */
+};
+
+const void *mkg_kernel_sm90(mkg_dtype t, int s)
+{
+    if (t == MKG_DTYPE_BF16)
+        return mkg_kernel_sm90_bf16(s);
+    if (t == MKG_DTYPE_FP16)
+        return mkg_kernel_sm90_fp16(s);
+    return NULL;
+}
+
+mkg_status mkg_device_check(void)
+{
+    int dev = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return MKG_ERR_NO_DEVICE;
+    }
+    return (major == 9 && minor == 0) ? MKG_OK : MKG_ERR_UNSUPPORTED_DEVICE;
+}
+
+static mkg_status mkg_prepare_kernels(mkg_dtype t)
+{
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        const void *k = mkg_kernel_sm90(t, s);
+        if (!k || cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       MKG_LAUNCH_SMEM_BYTES) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return MKG_ERR_CUDA;
+        }
+    }
+    return MKG_OK;
+}
+
+mkg_status mkg_gemm_create(const mkg_gemm_desc *d, mkg_gemm_op **out)
+{
+    if (!out)
+        return MKG_ERR_NULL_OUT;
+    *out = NULL;
+    mkg_status st = mkg_gemm_validate(d);
+    if (st != MKG_OK)
+        return st;
+    st = mkg_device_check();
+    if (st != MKG_OK)
+        return st;
+
+    mkg_nvtx_push("mkg_gemm_create");
+    mkg_gemm_op *op = (mkg_gemm_op *)calloc(1, sizeof(*op));
+    mkg_gemm_params *host = (mkg_gemm_params *)aligned_alloc(64, sizeof(mkg_gemm_params));
+    if (!op || !host) {
+        st = MKG_ERR_OUT_OF_MEMORY;
+        goto fail;
+    }
+    st = mkg_gemm_encode_params(d, host);
+    if (st != MKG_OK)
+        goto fail;
+    st = mkg_prepare_kernels(d->a_type);
+    if (st != MKG_OK)
+        goto fail;
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&op->sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+        st = MKG_ERR_CUDA;
+        goto fail;
+    }
+    if (cudaMalloc((void **)&op->dev, sizeof(mkg_gemm_params)) != cudaSuccess) {
+        st = MKG_ERR_OUT_OF_MEMORY;
+        goto fail;
+    }
+    if (cudaMemcpy(op->dev, host, sizeof(mkg_gemm_params), cudaMemcpyHostToDevice) != cudaSuccess) {
+        st = MKG_ERR_CUDA;
+        goto fail;
+    }
+    op->desc = *d;
+    free(host);
+    mkg_nvtx_pop();
+    *out = op;
+    return MKG_OK;
+
+fail:
+    (void)cudaGetLastError();
+    if (op && op->dev)
+        cudaFree(op->dev);
+    free(op);
+    free(host);
+    mkg_nvtx_pop();
+    return st;
+}
+
+mkg_status mkg_gemm_launch(const mkg_gemm_op *op, int s, int grid, cudaStream_t stream)
+{
+    if (!op)
+        return MKG_ERR_NULL_DESC;
+    mkg_status st = mkg_schedule_check(&op->desc, s);
+    if (st != MKG_OK)
+        return st;
+    if (grid < 0)
+        return MKG_ERR_BAD_GRID;
+    const mkg_schedule_info *info = mkg_schedule_get(s);
+    const int units = mkg_schedule_units(s, op->desc.m, op->desc.n);
+    int g = grid == 0 ? op->sms : grid;
+    if (g > units)
+        g = units;
+
+    const mkg_gemm_params *p = op->dev;
+    int raster = info->raster, group = info->group;
+    void *args[3] = {(void *)&p, (void *)&raster, (void *)&group};
+    dim3 gd = {(unsigned)g, 1, 1};
+    dim3 bd = {MKG_LAUNCH_THREADS, 1, 1};
+    if (cudaLaunchKernel(mkg_kernel_sm90(op->desc.a_type, s), gd, bd, args, MKG_LAUNCH_SMEM_BYTES, stream) !=
+        cudaSuccess) {
+        (void)cudaGetLastError();
+        return MKG_ERR_CUDA;
+    }
+    return MKG_OK;
+}
+
+const mkg_gemm_params *mkg_gemm_device_params(const mkg_gemm_op *op)
+{
+    return op ? op->dev : NULL;
+}
+
+void mkg_gemm_destroy(mkg_gemm_op *op)
+{
+    if (!op)
+        return;
+    cudaFree(op->dev);
+    free(op);
+}
+
+mkg_status mkg_gemm(const mkg_gemm_desc *d, int s, cudaStream_t stream)
+{
+    mkg_status st = mkg_gemm_validate(d);
+    if (st != MKG_OK)
+        return st;
+    st = mkg_schedule_check(d, s);
+    if (st != MKG_OK)
+        return st;
+    mkg_gemm_op *op = NULL;
+    st = mkg_gemm_create(d, &op);
+    if (st != MKG_OK)
+        return st;
+    mkg_nvtx_push("mkg_gemm_launch");
+    st = mkg_gemm_launch(op, s, 0, stream);
+    if (st == MKG_OK && cudaStreamSynchronize(stream) != cudaSuccess) {
+        (void)cudaGetLastError();
+        st = MKG_ERR_CUDA;
+    }
+    mkg_nvtx_pop();
+    mkg_gemm_destroy(op);
+    return st;
+}

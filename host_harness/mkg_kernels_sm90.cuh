@@ -1,0 +1,24 @@
+/* mkg_kernels_sm90.cuh - expands the schedule table into a kernel table for one
+ * input dtype. Included by mkg_kernels_bf16_sm90.cu and mkg_kernels_fp16_sm90.cu.
+ */
+#ifndef MKG_KERNELS_SM90_CUH
+#define MKG_KERNELS_SM90_CUH
+
+#include "mkg_gemm_sm90.cuh"
+#include "mkg_internal.h"
+
+#define MKG_KERNEL_TABLE_FN(fn_name, DT)                                                   \
+    extern "C" const void *fn_name(int s)                                                  \
+    {                                                                                      \
+        switch (s) {                                                                       \
+            MKG_SCHEDULE_LIST(MKG_X_KERNEL_CASE_##DT)                                      \
+        default: return NULL;                                                              \
+        }                                                                                  \
+    }
+
+#define MKG_X_KERNEL_CASE_BF16(name, tm, tn, tk, st, raster, group, swap) \
+    case MKG_SCHED_##name: return (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_BF16, tm, tn, tk, st, swap>;
+#define MKG_X_KERNEL_CASE_FP16(name, tm, tn, tk, st, raster, group, swap) \
+    case MKG_SCHED_##name: return (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_FP16, tm, tn, tk, st, swap>;
+
+#endif /* MKG_KERNELS_SM90_CUH */

@@ -1,0 +1,77 @@
+/* mkg_tensor_map.c - encodes a GEMM's TMA tensor maps into mkg_gemm_params.
+ *
+ * cuTensorMapEncodeTiled comes from the driver through the runtime's entry-point
+ * query, so nothing links against libcuda at build time. Each operand (rows x K,
+ * K contiguous) gets one map per box height in MKG_BOX_CLASSES: box {64, rows},
+ * 128-byte swizzle, out-of-bounds elements read as zero.
+ */
+#include <string.h>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "mkg_gemm.h"
+
+typedef CUresult (*mkg_encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
+                                        const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
+                                        const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                        CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+static mkg_status mkg_get_encoder(mkg_encode_tiled_fn *out)
+{
+    void *fn = NULL;
+    enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q);
+    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !fn) {
+        (void)cudaGetLastError();
+        return MKG_ERR_DRIVER_ENTRY;
+    }
+    *out = (mkg_encode_tiled_fn)fn;
+    return MKG_OK;
+}
+
+static mkg_status mkg_encode_operand(mkg_encode_tiled_fn enc, CUtensorMap *map, const void *ptr, mkg_dtype t,
+                                     int rows, int k, long long ld, int box_rows)
+{
+    const cuuint64_t dims[2] = {(cuuint64_t)k, (cuuint64_t)rows};
+    const cuuint64_t strides[1] = {(cuuint64_t)ld * (cuuint64_t)mkg_dtype_size(t)};
+    const cuuint32_t box[2] = {64, (cuuint32_t)box_rows};
+    const cuuint32_t elem_strides[2] = {1, 1};
+    const CUtensorMapDataType dt =
+        t == MKG_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    CUresult r = enc(map, dt, 2, (void *)ptr, dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                     CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS ? MKG_OK : MKG_ERR_TENSOR_MAP;
+}
+
+mkg_status mkg_gemm_encode_params(const mkg_gemm_desc *d, mkg_gemm_params *out)
+{
+    mkg_status st = mkg_gemm_validate(d);
+    if (st != MKG_OK)
+        return st;
+    if (!out)
+        return MKG_ERR_NULL_OUT;
+    mkg_encode_tiled_fn enc;
+    st = mkg_get_encoder(&enc);
+    if (st != MKG_OK)
+        return st;
+    memset(out, 0, sizeof(*out));
+    for (int c = 0; c < MKG_BOX_CLASSES; ++c) {
+        st = mkg_encode_operand(enc, &out->a_map[c], d->a, d->a_type, d->m, d->k, d->lda, mkg_box_rows(c));
+        if (st != MKG_OK)
+            return st;
+        st = mkg_encode_operand(enc, &out->b_map[c], d->b, d->b_type, d->n, d->k, d->ldb, mkg_box_rows(c));
+        if (st != MKG_OK)
+            return st;
+    }
+    out->c = d->c;
+    out->ldc = d->ldc;
+    out->m = d->m;
+    out->n = d->n;
+    out->k = d->k;
+    out->in_type = (int)d->a_type;
+    out->c_type = (int)d->c_type;
+    out->epilogue = (int)d->epilogue;
+    return MKG_OK;
+}

@@ -1,0 +1,93 @@
+/* mkg_validate.c - descriptor validation: the first problem found, by name.
+ *
+ * Checks follow the operand contract of SPEC section 2: sizes >= 1, K * element
+ * size a multiple of 16 bytes, 16-byte aligned base pointers, leading dimensions
+ * at least the row length and multiples of 16 bytes. Nothing here touches CUDA.
+ */
+#include <stdint.h>
+
+#include "mkg_gemm.h"
+
+#define MKG_INT_MAX 2147483647LL
+
+static int mkg_is_input_dtype(mkg_dtype t)
+{
+    return t == MKG_DTYPE_BF16 || t == MKG_DTYPE_FP16;
+}
+
+static int mkg_is_output_dtype(mkg_dtype t)
+{
+    return t == MKG_DTYPE_BF16 || t == MKG_DTYPE_FP16 || t == MKG_DTYPE_FP32;
+}
+
+static int mkg_aligned16(const void *p)
+{
+    return ((uintptr_t)p & 15u) == 0;
+}
+
+mkg_status mkg_gemm_validate(const mkg_gemm_desc *d)
+{
+    if (!d)
+        return MKG_ERR_NULL_DESC;
+    if (d->m < 1)
+        return MKG_ERR_BAD_M;
+    if (d->n < 1)
+        return MKG_ERR_BAD_N;
+    if (d->k < 1)
+        return MKG_ERR_BAD_K;
+    if (!mkg_is_input_dtype(d->a_type))
+        return MKG_ERR_BAD_IN_DTYPE;
+    if (d->b_type != d->a_type)
+        return MKG_ERR_DTYPE_MISMATCH;
+    if (!mkg_is_output_dtype(d->c_type))
+        return MKG_ERR_BAD_OUT_DTYPE;
+    if ((int)d->epilogue < 0 || d->epilogue >= MKG_EPI_COUNT)
+        return MKG_ERR_BAD_EPILOGUE;
+
+    const long long in_size = (long long)mkg_dtype_size(d->a_type);
+    const long long out_size = (long long)mkg_dtype_size(d->c_type);
+    if (((long long)d->k * in_size) % 16 != 0)
+        return MKG_ERR_K_ALIGN;
+    if (d->lda > MKG_INT_MAX || d->ldb > MKG_INT_MAX || d->ldc > MKG_INT_MAX)
+        return MKG_ERR_DIM_TOO_LARGE;
+
+    if (!d->a)
+        return MKG_ERR_NULL_A;
+    if (!d->b)
+        return MKG_ERR_NULL_B;
+    if (!d->c)
+        return MKG_ERR_NULL_C;
+    if (!mkg_aligned16(d->a))
+        return MKG_ERR_MISALIGNED_A;
+    if (!mkg_aligned16(d->b))
+        return MKG_ERR_MISALIGNED_B;
+    if (!mkg_aligned16(d->c))
+        return MKG_ERR_MISALIGNED_C;
+
+    if (d->lda < d->k)
+        return MKG_ERR_LDA_TOO_SMALL;
+    if ((d->lda * in_size) % 16 != 0)
+        return MKG_ERR_LDA_ALIGN;
+    if (d->ldb < d->k)
+        return MKG_ERR_LDB_TOO_SMALL;
+    if ((d->ldb * in_size) % 16 != 0)
+        return MKG_ERR_LDB_ALIGN;
+    if (d->ldc < d->n)
+        return MKG_ERR_LDC_TOO_SMALL;
+    if ((d->ldc * out_size) % 16 != 0)
+        return MKG_ERR_LDC_ALIGN;
+    return MKG_OK;
+}
+
+mkg_status mkg_schedule_check(const mkg_gemm_desc *d, int s)
+{
+    const mkg_schedule_info *info = mkg_schedule_get(s);
+    if (!info)
+        return MKG_ERR_UNKNOWN_SCHEDULE;
+    if (!d)
+        return MKG_ERR_NULL_DESC;
+    /* NOTE: every row stages 128-byte rows of 16-bit elements (TK = 64). */
+    if (!mkg_is_input_dtype(d->a_type) || info->tile_k * 2 != 128)
+        return MKG_ERR_SCHEDULE_INELIGIBLE;
+    return MKG_OK;
+}

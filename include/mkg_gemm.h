@@ -1,0 +1,96 @@
+/* mkg_gemm.h - the GEMM descriptor, its validation, and the host launch API.
+ *
+ *   C[M x N] = epilogue(A[M x K] . B[N x K]^T), FP32 accumulation.
+ *   A row-major (K contiguous, lda), B stored N x K (K contiguous, ldb), C row-major (ldc).
+ *
+ * mkg_gemm_params is what device code reads: the operands' TMA tensor maps (one
+ * per TMA box height a schedule may ask for) and C's address and shape. A user
+ * of the device headers builds it with mkg_gemm_encode_params() and keeps it in
+ * device memory; mkg_gemm_create() does that and uploads it for the shipped
+ * persistent kernel. Nothing here launches on invalid input.
+ */
+#ifndef MKG_GEMM_H
+#define MKG_GEMM_H
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "mkg_schedules.h"
+#include "mkg_status.h"
+#include "mkg_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* TMA box heights: a schedule loads TM rows of A and TN rows of B per stage. */
+#define MKG_BOX_CLASSES 7
+static MKG_HD int mkg_box_class(int rows)
+{
+    return rows == 8 ? 0 : rows == 16 ? 1 : rows == 32 ? 2 : rows == 64 ? 3
+         : rows == 128 ? 4 : rows == 256 ? 5 : rows == 192 ? 6 : -1;
+}
+static MKG_HD int mkg_box_rows(int cls)
+{
+    return cls == 6 ? 192 : 8 << cls;
+}
+
+/** A GEMM as the caller describes it. Leading dimensions are in elements. */
+typedef struct mkg_gemm_desc {
+    int m, n, k;
+    mkg_dtype a_type, b_type;   /**< input dtypes (bf16 or fp16, equal) */
+    mkg_dtype c_type;           /**< output dtype (bf16, fp16 or fp32) */
+    const void *a;              /**< device pointer, M x K, row stride lda */
+    const void *b;              /**< device pointer, N x K, row stride ldb */
+    void *c;                    /**< device pointer, M x N, row stride ldc */
+    long long lda, ldb, ldc;
+    mkg_epilogue epilogue;
+} mkg_gemm_desc;
+
+/** What device code reads for one GEMM. Lives in device memory, 64-byte aligned. */
+typedef struct mkg_gemm_params {
+    CUtensorMap a_map[MKG_BOX_CLASSES];     /* box {64 k, rows} of A, 128B swizzle */
+    CUtensorMap b_map[MKG_BOX_CLASSES];     /* box {64 k, rows} of B, 128B swizzle */
+    void *c;
+    long long ldc;
+    int m, n, k;
+    int in_type, c_type, epilogue;
+} mkg_gemm_params;
+
+/** Checks every field of d; returns the first problem found, MKG_OK if none. */
+mkg_status mkg_gemm_validate(const mkg_gemm_desc *d);
+
+/** MKG_OK if schedule s exists and can run d (d must already be valid). */
+mkg_status mkg_schedule_check(const mkg_gemm_desc *d, int s);
+
+/** MKG_OK if the current device is compute capability 9.0. */
+mkg_status mkg_device_check(void);
+
+/** Validates d and encodes its tensor maps into *out (host memory). */
+mkg_status mkg_gemm_encode_params(const mkg_gemm_desc *d, mkg_gemm_params *out);
+
+/** A prepared GEMM: validated descriptor plus its params uploaded to the device. */
+typedef struct mkg_gemm_op mkg_gemm_op;
+
+/** Validates, encodes and uploads; *out is NULL on failure. */
+mkg_status mkg_gemm_create(const mkg_gemm_desc *d, mkg_gemm_op **out);
+
+/** Enqueues the persistent kernel for schedule s on stream; grid 0 = one CTA per SM. */
+mkg_status mkg_gemm_launch(const mkg_gemm_op *op, int s, int grid, cudaStream_t stream);
+
+/** Device address of the op's mkg_gemm_params, for inline callers. */
+const mkg_gemm_params *mkg_gemm_device_params(const mkg_gemm_op *op);
+
+/** Releases an op (NULL is fine). */
+void mkg_gemm_destroy(mkg_gemm_op *op);
+
+/** One-shot: validate, create, launch schedule s, synchronize the stream, destroy. */
+mkg_status mkg_gemm(const mkg_gemm_desc *d, int s, cudaStream_t stream);
+
+/** Number of work units schedule s cuts an M x N output into (0 if s is unknown). */
+int mkg_schedule_units(int s, int m, int n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MKG_GEMM_H */

@@ -1,0 +1,78 @@
+/* mkg_schedules.h - the schedule table: every compile-time tile schedule, once.
+ *
+ * MKG_SCHEDULE_LIST is the single source of a schedule's numbers. The enum, the
+ * names, the host metadata (mkg_schedule_info), the tests, the benchmark and the
+ * device dispatch switch all expand from it.
+ *
+ * Columns:
+ *   TM, TN  output tile in C terms (rows of M, columns of N)
+ *   TK      K depth of one pipeline stage, in elements (128 bytes of 16-bit input)
+ *   ST      pipeline stages in the shared-memory ring
+ *   RASTER  work-unit order, MKG_RASTER_M or MKG_RASTER_N
+ *   GROUP   band width of the raster, in tiles (L2 reuse)
+ *   SWAP    1: compute C^T = B . A^T so the weight rows fill the 64-row MMA side and
+ *           the token dimension (TM = 8..64) becomes the wgmma N
+ *
+ * Launch-wide properties, shared by every row compiled into one kernel, are the
+ * MKG_LAUNCH_* constants below; device code static_asserts each row against them.
+ */
+#ifndef MKG_SCHEDULES_H
+#define MKG_SCHEDULES_H
+
+#include "mkg_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*  name                       TM   TN   TK  ST  RASTER        GROUP SWAP */
+#define MKG_SCHEDULE_LIST(X)                                                   \
+    X(m128n256k64_s4_rm_g8,    128, 256, 64, 4, MKG_RASTER_M,  8,    0)        \
+    X(m128n256k64_s4_rn_g8,    128, 256, 64, 4, MKG_RASTER_N,  8,    0)        \
+    X(m128n256k64_s3_rm_g16,   128, 256, 64, 3, MKG_RASTER_M, 16,    0)        \
+    X(m128n192k64_s5_rm_g8,    128, 192, 64, 5, MKG_RASTER_M,  8,    0)        \
+    X(m128n128k64_s6_rm_g8,    128, 128, 64, 6, MKG_RASTER_M,  8,    0)        \
+    X(m128n128k64_s6_rn_g8,    128, 128, 64, 6, MKG_RASTER_N,  8,    0)        \
+    X(m128n64k64_s6_rn_g8,     128,  64, 64, 6, MKG_RASTER_N,  8,    0)        \
+    X(m64n256k64_s5_rm_g8,      64, 256, 64, 5, MKG_RASTER_M,  8,    0)        \
+    X(m64n128k64_s6_rn_g8,      64, 128, 64, 6, MKG_RASTER_N,  8,    0)        \
+    X(m64n64k64_s6_rn_g8,       64,  64, 64, 6, MKG_RASTER_N,  8,    0)        \
+    X(m8n128k64_s8_swap_rn_g8,   8, 128, 64, 8, MKG_RASTER_N,  8,    1)        \
+    X(m16n128k64_s8_swap_rn_g8, 16, 128, 64, 8, MKG_RASTER_N,  8,    1)        \
+    X(m32n128k64_s8_swap_rn_g8, 32, 128, 64, 8, MKG_RASTER_N,  8,    1)        \
+    X(m64n128k64_s8_swap_rn_g8, 64, 128, 64, 8, MKG_RASTER_N,  8,    1)
+
+typedef enum mkg_schedule {
+#define MKG_X_ENUM(name, tm, tn, tk, st, raster, group, swap) MKG_SCHED_##name,
+    MKG_SCHEDULE_LIST(MKG_X_ENUM)
+#undef MKG_X_ENUM
+    MKG_SCHED_COUNT
+} mkg_schedule;
+
+/* ---- launch-wide properties (every row above runs under these) ------------ */
+#define MKG_LAUNCH_THREADS       384        /* 1 producer + 2 consumer warpgroups */
+#define MKG_LAUNCH_CONSUMERS     2          /* consumer warpgroups */
+#define MKG_LAUNCH_PRODUCER_REGS 40         /* setmaxnreg.dec for the producer warpgroup */
+#define MKG_LAUNCH_CONSUMER_REGS 232        /* setmaxnreg.inc for consumer warpgroups */
+#define MKG_LAUNCH_MAX_STAGES    8          /* mbarrier pairs reserved in shared memory */
+#define MKG_LAUNCH_RING_BYTES    (216 * 1024) /* operand ring: STAGES * (TM + TN) * 128 bytes */
+#define MKG_LAUNCH_SMEM_BYTES    (MKG_LAUNCH_RING_BYTES + 1024 + 2 * MKG_LAUNCH_MAX_STAGES * 8)
+#define MKG_LAUNCH_CLUSTER       1          /* CTAs per cluster */
+
+/* Host-side metadata of one row. */
+typedef struct mkg_schedule_info {
+    const char *name;
+    int tile_m, tile_n, tile_k, stages;
+    int raster, group, swap_ab;
+} mkg_schedule_info;
+
+/** Metadata of schedule s, or NULL when s is not a table row. */
+const mkg_schedule_info *mkg_schedule_get(int s);
+
+/** Schedule id by name, or -1 when no row has that name. */
+int mkg_schedule_find(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MKG_SCHEDULES_H */

@@ -1,0 +1,60 @@
+/* mkg_tile_order.h - which output tile a work unit computes.
+ *
+ * A schedule cuts C (M x N) into tiles_m x tiles_n tiles of TM x TN and numbers
+ * them as work units 0 .. units-1. The persistent loop hands units out in
+ * increasing order (unit = blockIdx.x + i * gridDim.x), so this numbering sets
+ * which tiles are in flight together and therefore the L2 reuse:
+ *   MKG_RASTER_M: bands of GROUP tile rows; inside a band, m moves fastest.
+ *                 A wave shares GROUP row tiles of A and streams B columns.
+ *   MKG_RASTER_N: bands of GROUP tile columns; inside a band, n moves fastest.
+ * swap_ab does not change the numbering: tiles are always in C's coordinates.
+ * Host and device both call these (tests prove every tile is covered once).
+ */
+#ifndef MKG_TILE_ORDER_H
+#define MKG_TILE_ORDER_H
+
+#include "mkg_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mkg_tile {
+    int m;      /* tile row index: rows m*TM .. m*TM+TM-1 of C */
+    int n;      /* tile column index: columns n*TN .. n*TN+TN-1 of C */
+} mkg_tile;
+
+static MKG_HD int mkg_ceil_div(int a, int b)
+{
+    return (a + b - 1) / b;
+}
+
+/* Tile of work unit u (0 <= u < tiles_m * tiles_n). group < 1 is read as 1. */
+static MKG_HD mkg_tile mkg_tile_of_unit(int u, int tiles_m, int tiles_n, int raster, int group)
+{
+    mkg_tile t;
+    int g = group < 1 ? 1 : group;
+    if (raster == MKG_RASTER_M) {
+        int per_band = g * tiles_n;                 /* units in a full band */
+        int band = u / per_band;
+        int first = band * g;
+        int rows = tiles_m - first < g ? tiles_m - first : g;
+        int r = u - band * per_band;
+        t.m = first + r % rows;
+        t.n = r / rows;
+    } else {
+        int per_band = g * tiles_m;
+        int band = u / per_band;
+        int first = band * g;
+        int cols = tiles_n - first < g ? tiles_n - first : g;
+        int r = u - band * per_band;
+        t.n = first + r % cols;
+        t.m = r / cols;
+    }
+    return t;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MKG_TILE_ORDER_H */

@@ -1,0 +1,83 @@
+// cpu_schedule_test.cc - the schedule table: names, metadata, coverage of the
+// tile shapes the product needs, and the launch-wide shared-memory budget.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "mkgemm.h"
+
+TEST(Schedules, NamesAreUniqueAndFindable)
+{
+    std::set<std::string> names;
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        const mkg_schedule_info *i = mkg_schedule_get(s);
+        ASSERT_NE(i, nullptr);
+        EXPECT_TRUE(names.insert(i->name).second) << i->name;
+        EXPECT_EQ(mkg_schedule_find(i->name), s);
+    }
+    EXPECT_EQ(mkg_schedule_get(-1), nullptr);
+    EXPECT_EQ(mkg_schedule_get(MKG_SCHED_COUNT), nullptr);
+    EXPECT_EQ(mkg_schedule_find("no_such_schedule"), -1);
+    EXPECT_EQ(mkg_schedule_find(nullptr), -1);
+}
+
+TEST(Schedules, NameSpellsOutTheParameters)
+{
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        const mkg_schedule_info *i = mkg_schedule_get(s);
+        std::string want = "m" + std::to_string(i->tile_m) + "n" + std::to_string(i->tile_n) + "k" +
+                           std::to_string(i->tile_k) + "_s" + std::to_string(i->stages) +
+                           (i->swap_ab ? "_swap" : "") + (i->raster == MKG_RASTER_M ? "_rm" : "_rn") + "_g" +
+                           std::to_string(i->group);
+        EXPECT_EQ(want, i->name);
+    }
+}
+
+TEST(Schedules, EveryRowFitsTheLaunchShape)
+{
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        const mkg_schedule_info *i = mkg_schedule_get(s);
+        const int stage_bytes = (i->tile_m + i->tile_n) * i->tile_k * 2;
+        EXPECT_LE(i->stages * stage_bytes, MKG_LAUNCH_RING_BYTES) << i->name;
+        EXPECT_GE(i->stages, 3) << i->name;
+        EXPECT_LE(i->stages, MKG_LAUNCH_MAX_STAGES) << i->name;
+        EXPECT_EQ(i->tile_k * 2, 128) << i->name;
+        EXPECT_GE(mkg_box_class(i->tile_m), 0) << i->name;
+        EXPECT_GE(mkg_box_class(i->tile_n), 0) << i->name;
+        const int p = i->swap_ab ? i->tile_n : i->tile_m;
+        EXPECT_TRUE(p == 64 || p == 128) << i->name;
+    }
+    EXPECT_LE(MKG_LAUNCH_SMEM_BYTES, 227 * 1024);
+}
+
+TEST(Schedules, TableCoversTheRequiredShapes)
+{
+    std::set<int> tm, tn, stages, rasters, swap_widths;
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        const mkg_schedule_info *i = mkg_schedule_get(s);
+        tm.insert(i->tile_m);
+        tn.insert(i->tile_n);
+        stages.insert(i->stages);
+        rasters.insert(i->raster);
+        if (i->swap_ab)
+            swap_widths.insert(i->tile_m);
+    }
+    EXPECT_GE(MKG_SCHED_COUNT, 8);
+    for (int v : {64, 128})
+        EXPECT_TRUE(tm.count(v)) << "TILE_M " << v;
+    for (int v : {64, 128, 192, 256})
+        EXPECT_TRUE(tn.count(v)) << "TILE_N " << v;
+    for (int v : {3, 4, 5, 6})
+        EXPECT_TRUE(stages.count(v)) << "STAGES " << v;
+    EXPECT_EQ(rasters.size(), 2u);
+    for (int v : {8, 16, 32, 64})
+        EXPECT_TRUE(swap_widths.count(v)) << "swap_ab token width " << v;
+}
+
+TEST(Schedules, BoxClassesRoundTrip)
+{
+    for (int c = 0; c < MKG_BOX_CLASSES; ++c)
+        EXPECT_EQ(mkg_box_class(mkg_box_rows(c)), c);
+    EXPECT_EQ(mkg_box_class(48), -1);
+}

@@ -1,0 +1,152 @@
+// cpu_validate_test.cc - every bad descriptor returns its own status, and the
+// API returns it before touching CUDA (on a machine without a GPU a call that
+// reached CUDA would answer MKG_ERR_NO_DEVICE instead).
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "mkgemm.h"
+
+namespace {
+
+// A valid descriptor whose pointers are aligned fakes: validation never dereferences them.
+mkg_gemm_desc valid_desc()
+{
+    mkg_gemm_desc d = {};
+    d.m = 100;
+    d.n = 200;
+    d.k = 64;
+    d.a_type = MKG_DTYPE_BF16;
+    d.b_type = MKG_DTYPE_BF16;
+    d.c_type = MKG_DTYPE_BF16;
+    d.a = reinterpret_cast<const void *>(0x10000);
+    d.b = reinterpret_cast<const void *>(0x20000);
+    d.c = reinterpret_cast<void *>(0x30000);
+    d.lda = 64;
+    d.ldb = 64;
+    d.ldc = 200;
+    d.epilogue = MKG_EPI_STORE;
+    return d;
+}
+
+struct BadCase {
+    const char *what;
+    void (*mutate)(mkg_gemm_desc *);
+    mkg_status expect;
+};
+
+const BadCase kBad[] = {
+    {"M = 0", [](mkg_gemm_desc *d) { d->m = 0; }, MKG_ERR_BAD_M},
+    {"M < 0", [](mkg_gemm_desc *d) { d->m = -3; }, MKG_ERR_BAD_M},
+    {"N = 0", [](mkg_gemm_desc *d) { d->n = 0; }, MKG_ERR_BAD_N},
+    {"K = 0", [](mkg_gemm_desc *d) { d->k = 0; }, MKG_ERR_BAD_K},
+    {"K < 0", [](mkg_gemm_desc *d) { d->k = -8; }, MKG_ERR_BAD_K},
+    {"K = 60 (not a multiple of 8)", [](mkg_gemm_desc *d) { d->k = 60; d->lda = d->ldb = 64; }, MKG_ERR_K_ALIGN},
+    {"A dtype fp32", [](mkg_gemm_desc *d) { d->a_type = d->b_type = MKG_DTYPE_FP32; }, MKG_ERR_BAD_IN_DTYPE},
+    {"A dtype out of range", [](mkg_gemm_desc *d) { d->a_type = (mkg_dtype)77; }, MKG_ERR_BAD_IN_DTYPE},
+    {"A bf16, B fp16", [](mkg_gemm_desc *d) { d->b_type = MKG_DTYPE_FP16; }, MKG_ERR_DTYPE_MISMATCH},
+    {"C dtype out of range", [](mkg_gemm_desc *d) { d->c_type = (mkg_dtype)9; }, MKG_ERR_BAD_OUT_DTYPE},
+    {"epilogue out of range", [](mkg_gemm_desc *d) { d->epilogue = (mkg_epilogue)5; }, MKG_ERR_BAD_EPILOGUE},
+    {"lda > 2^31-1", [](mkg_gemm_desc *d) { d->lda = 1LL << 33; }, MKG_ERR_DIM_TOO_LARGE},
+    {"A NULL", [](mkg_gemm_desc *d) { d->a = nullptr; }, MKG_ERR_NULL_A},
+    {"B NULL", [](mkg_gemm_desc *d) { d->b = nullptr; }, MKG_ERR_NULL_B},
+    {"C NULL", [](mkg_gemm_desc *d) { d->c = nullptr; }, MKG_ERR_NULL_C},
+    {"A misaligned", [](mkg_gemm_desc *d) { d->a = reinterpret_cast<const void *>(0x10008); }, MKG_ERR_MISALIGNED_A},
+    {"B misaligned", [](mkg_gemm_desc *d) { d->b = reinterpret_cast<const void *>(0x20002); }, MKG_ERR_MISALIGNED_B},
+    {"C misaligned", [](mkg_gemm_desc *d) { d->c = reinterpret_cast<void *>(0x30004); }, MKG_ERR_MISALIGNED_C},
+    {"lda < K", [](mkg_gemm_desc *d) { d->lda = 56; }, MKG_ERR_LDA_TOO_SMALL},
+    {"lda not 16-byte multiple", [](mkg_gemm_desc *d) { d->lda = 68; }, MKG_ERR_LDA_ALIGN},
+    {"ldb < K", [](mkg_gemm_desc *d) { d->ldb = 8; }, MKG_ERR_LDB_TOO_SMALL},
+    {"ldb not 16-byte multiple", [](mkg_gemm_desc *d) { d->ldb = 65; }, MKG_ERR_LDB_ALIGN},
+    {"ldc < N", [](mkg_gemm_desc *d) { d->ldc = 199; }, MKG_ERR_LDC_TOO_SMALL},
+    {"ldc not 16-byte multiple (bf16)", [](mkg_gemm_desc *d) { d->ldc = 204; }, MKG_ERR_LDC_ALIGN},
+    {"ldc not 16-byte multiple (fp32)", [](mkg_gemm_desc *d) { d->c_type = MKG_DTYPE_FP32; d->ldc = 202; },
+     MKG_ERR_LDC_ALIGN},
+};
+
+}  // namespace
+
+TEST(Validate, ValidDescriptorPasses)
+{
+    mkg_gemm_desc d = valid_desc();
+    EXPECT_EQ(mkg_gemm_validate(&d), MKG_OK);
+    d.c_type = MKG_DTYPE_FP32;
+    d.ldc = 204;                               // 816 bytes: a 16-byte multiple for fp32
+    EXPECT_EQ(mkg_gemm_validate(&d), MKG_OK);
+    d.a_type = d.b_type = MKG_DTYPE_FP16;
+    d.k = 8;                                   // smallest K: 16 bytes
+    EXPECT_EQ(mkg_gemm_validate(&d), MKG_OK);
+}
+
+TEST(Validate, NullDescriptor)
+{
+    EXPECT_EQ(mkg_gemm_validate(nullptr), MKG_ERR_NULL_DESC);
+    EXPECT_EQ(mkg_gemm(nullptr, 0, 0), MKG_ERR_NULL_DESC);
+}
+
+TEST(Validate, EveryBadInputHasItsOwnStatus)
+{
+    std::set<int> seen;
+    for (const BadCase &c : kBad) {
+        mkg_gemm_desc d = valid_desc();
+        c.mutate(&d);
+        EXPECT_EQ(mkg_gemm_validate(&d), c.expect)
+            << c.what << ": got " << mkg_status_name(mkg_gemm_validate(&d));
+        seen.insert(c.expect);
+    }
+    // Every validation status above is distinct from the others and from MKG_OK.
+    EXPECT_EQ(seen.count(MKG_OK), 0u);
+    EXPECT_EQ(seen.size(), 21u);    // 25 cases, 21 distinct reasons
+}
+
+TEST(Validate, ApiReturnsValidationStatusBeforeTouchingCuda)
+{
+    for (const BadCase &c : kBad) {
+        mkg_gemm_desc d = valid_desc();
+        c.mutate(&d);
+        EXPECT_EQ(mkg_gemm(&d, MKG_SCHED_m128n256k64_s4_rm_g8, 0), c.expect) << c.what;
+        mkg_gemm_op *op = reinterpret_cast<mkg_gemm_op *>(0x1);
+        EXPECT_EQ(mkg_gemm_create(&d, &op), c.expect) << c.what;
+        EXPECT_EQ(op, nullptr) << c.what;
+        mkg_gemm_params p;
+        EXPECT_EQ(mkg_gemm_encode_params(&d, &p), c.expect) << c.what;
+    }
+}
+
+TEST(Validate, UnknownScheduleIsRejectedBeforeCuda)
+{
+    mkg_gemm_desc d = valid_desc();
+    EXPECT_EQ(mkg_schedule_check(&d, -1), MKG_ERR_UNKNOWN_SCHEDULE);
+    EXPECT_EQ(mkg_schedule_check(&d, MKG_SCHED_COUNT), MKG_ERR_UNKNOWN_SCHEDULE);
+    EXPECT_EQ(mkg_gemm(&d, MKG_SCHED_COUNT, 0), MKG_ERR_UNKNOWN_SCHEDULE);
+    EXPECT_EQ(mkg_gemm(&d, -7, 0), MKG_ERR_UNKNOWN_SCHEDULE);
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s)
+        EXPECT_EQ(mkg_schedule_check(&d, s), MKG_OK) << mkg_schedule_get(s)->name;
+}
+
+TEST(Validate, LaunchRejectsNullOpAndBadGrid)
+{
+    EXPECT_EQ(mkg_gemm_launch(nullptr, 0, 0, 0), MKG_ERR_NULL_DESC);
+    mkg_gemm_desc d = valid_desc();
+    EXPECT_EQ(mkg_gemm_create(&d, nullptr), MKG_ERR_NULL_OUT);
+    EXPECT_EQ(mkg_gemm_encode_params(&d, nullptr), MKG_ERR_NULL_OUT);
+}
+
+TEST(Status, EveryCodeHasADistinctNameAndMessage)
+{
+    std::set<std::string> names, messages;
+    for (int s = 0; s < MKG_STATUS_COUNT; ++s) {
+        const char *n = mkg_status_name(static_cast<mkg_status>(s));
+        const char *m = mkg_status_string(static_cast<mkg_status>(s));
+        ASSERT_NE(n, nullptr);
+        ASSERT_NE(m, nullptr);
+        EXPECT_GT(std::string(m).size(), 4u);
+        names.insert(n);
+        messages.insert(m);
+    }
+    EXPECT_EQ(names.size(), static_cast<size_t>(MKG_STATUS_COUNT));
+    EXPECT_EQ(messages.size(), static_cast<size_t>(MKG_STATUS_COUNT));
+    EXPECT_STREQ(mkg_status_name(MKG_ERR_BAD_K), "MKG_ERR_BAD_K");
+    EXPECT_STREQ(mkg_status_string(static_cast<mkg_status>(-1)), "unknown status");
+    EXPECT_STREQ(mkg_status_string(MKG_STATUS_COUNT), "unknown status");
+}

@@ -1,0 +1,276 @@
+// gpu_gemm_test.cc - every schedule on the GPU against an FP64 reference, and
+// the bitwise contract: identical bits across schedules, M prefixes (batch
+// invariance), repeated runs and grid sizes. Skipped with the reason when no
+// compute-capability-9.0 GPU is present.
+//
+// Error bounds (max |C - R| / max |R| and ||C - R||_F / ||R||_F), inputs uniform
+// in [-1, 1) rounded to the input dtype, FP32 accumulation:
+//   fp32 out: 2e-5 / 1e-5   (accumulation only)
+//   bf16 out: 2.5e-3 / 2e-3 (one rounding to 8 significant bits: 2^-9)
+//   fp16 out: 3e-4 / 2.5e-4 (one rounding to 11 significant bits: 2^-12)
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "mkg_test_shims.h"
+
+namespace {
+
+struct Bound {
+    double max_rel, norm_rel;
+};
+
+Bound bound_for(mkg_dtype out)
+{
+    switch (out) {
+    case MKG_DTYPE_FP32: return {2e-5, 1e-5};
+    case MKG_DTYPE_BF16: return {2.5e-3, 2e-3};
+    default:             return {3e-4, 2.5e-4};
+    }
+}
+
+const char *sched_name(int s)
+{
+    return mkg_schedule_get(s)->name;
+}
+
+class Gpu : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        const char *why = mkg_shim_gpu_skip_reason();
+        if (*why)
+            GTEST_SKIP() << why;
+        seed_ = mkg_shim_seed();
+        std::printf("[ seed     ] MKG_TEST_SEED=%llu\n", seed_);
+    }
+    unsigned long long seed_ = 0;
+};
+
+std::string shape_str(int m, int n, int k)
+{
+    return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+}
+
+// Runs every schedule on one case; checks accuracy, writes outside M x N and
+// bitwise equality with schedule 0. Appends the schedules whose bits differ.
+void check_all_schedules(mkg_case *c, double *worst_rel, std::vector<int> *differ)
+{
+    const Bound b = bound_for(c->out);
+    const std::string where = shape_str(c->m, c->n, c->k) + " " + mkg_dtype_name(c->in) + "->" +
+                              mkg_dtype_name(c->out);
+    EXPECT_EQ(mkg_case_reference(c), MKG_OK);
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        ASSERT_EQ(mkg_case_run(c, s, 0, c->m), MKG_OK) << where << " " << sched_name(s);
+        mkg_err_stats e;
+        ASSERT_EQ(mkg_case_errors(c, c->m, &e), MKG_OK);
+        EXPECT_EQ(e.nonfinite, 0) << where << " " << sched_name(s) << ": non-finite outputs (unwritten or NaN)";
+        EXPECT_LE(e.max_rel_err, b.max_rel) << where << " " << sched_name(s);
+        EXPECT_LE(e.norm_rel_err, b.norm_rel) << where << " " << sched_name(s);
+        if (e.max_rel_err > *worst_rel)
+            *worst_rel = e.max_rel_err;
+        EXPECT_EQ(mkg_case_outside_writes(c, c->m), 0) << where << " " << sched_name(s) << ": wrote outside M x N";
+        if (s == 0) {
+            EXPECT_EQ(mkg_case_keep(c), MKG_OK);
+        } else if (mkg_case_mismatch_vs_keep(c, c->m) != 0) {
+            differ->push_back(s);
+        }
+    }
+}
+
+void sweep(unsigned long long seed, mkg_dtype in, mkg_dtype out)
+{
+    const int sizes[] = {1, 7, 63, 65, 127, 129, 1000, 4097};
+    const int ks[] = {8, 64, 72, 4096};
+    double worst = 0.0;
+    int shapes = 0;
+    std::vector<int> differ_count(MKG_SCHED_COUNT, 0);
+    for (int k : ks)
+        for (int m : sizes)
+            for (int n : sizes) {
+                mkg_case c;
+                ASSERT_EQ(mkg_case_init(&c, m, n, k, in, out, seed + shapes), MKG_OK);
+                std::vector<int> differ;
+                check_all_schedules(&c, &worst, &differ);
+                for (int s : differ) {
+                    ++differ_count[s];
+                    ADD_FAILURE() << shape_str(m, n, k) << ": " << sched_name(s) << " differs bitwise from "
+                                  << sched_name(0);
+                }
+                mkg_case_free(&c);
+                ++shapes;
+                if (::testing::Test::HasFatalFailure())
+                    return;
+            }
+    std::printf("[ report   ] %s->%s: %d shapes x %d schedules, worst max_rel_err %.3g (bound %.3g)\n",
+                mkg_dtype_name(in), mkg_dtype_name(out), shapes, MKG_SCHED_COUNT, worst, bound_for(out).max_rel);
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s)
+        std::printf("[ bitwise  ] %-28s %s\n", sched_name(s),
+                    differ_count[s] ? "DIFFERS from schedule 0" : "identical to schedule 0 on every shape");
+}
+
+}  // namespace
+
+TEST_F(Gpu, ReferenceGpuMatchesCpu)
+{
+    const int m = 37, n = 29, k = 72;
+    std::vector<uint16_t> a(m * k), b(n * k);
+    srand(static_cast<unsigned>(seed_));
+    for (auto &v : a)
+        v = mkg_float_to_bf16_bits(static_cast<float>(rand()) / RAND_MAX * 2.0f - 1.0f);
+    for (auto &v : b)
+        v = mkg_float_to_bf16_bits(static_cast<float>(rand()) / RAND_MAX * 2.0f - 1.0f);
+    mkg_case c;
+    ASSERT_EQ(mkg_case_init(&c, m, n, k, MKG_DTYPE_BF16, MKG_DTYPE_FP32, seed_), MKG_OK);
+    ASSERT_EQ(mkg_case_upload(&c, a.data(), b.data()), MKG_OK);
+    ASSERT_EQ(mkg_case_reference(&c), MKG_OK);
+    std::vector<double> want(m * n), got(m * n);
+    mkg_ref_gemm_cpu(a.data(), b.data(), MKG_DTYPE_BF16, m, n, k, k, k, want.data(), n);
+    ASSERT_EQ(cudaMemcpy(got.data(), c.ref, got.size() * sizeof(double), cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int i = 0; i < m * n; ++i)
+        EXPECT_NEAR(got[i], want[i], 1e-12 * (1.0 + std::fabs(want[i]))) << i;
+    mkg_case_free(&c);
+}
+
+TEST_F(Gpu, EveryScheduleRaggedShapesBf16)
+{
+    sweep(seed_, MKG_DTYPE_BF16, MKG_DTYPE_BF16);
+}
+
+TEST_F(Gpu, EveryScheduleRaggedShapesFp16)
+{
+    sweep(seed_ + 1000, MKG_DTYPE_FP16, MKG_DTYPE_FP16);
+}
+
+TEST_F(Gpu, EveryOutputDtype)
+{
+    const int shapes[][3] = {{129, 1000, 4096}, {7, 4097, 72}, {1000, 63, 64}, {65, 129, 4096}};
+    double worst = 0.0;
+    for (mkg_dtype in : {MKG_DTYPE_BF16, MKG_DTYPE_FP16})
+        for (mkg_dtype out : {MKG_DTYPE_BF16, MKG_DTYPE_FP16, MKG_DTYPE_FP32})
+            for (const auto &sh : shapes) {
+                mkg_case c;
+                ASSERT_EQ(mkg_case_init(&c, sh[0], sh[1], sh[2], in, out, seed_ + sh[0]), MKG_OK);
+                std::vector<int> differ;
+                check_all_schedules(&c, &worst, &differ);
+                for (int s : differ)
+                    ADD_FAILURE() << shape_str(sh[0], sh[1], sh[2]) << " " << mkg_dtype_name(in) << "->"
+                                  << mkg_dtype_name(out) << ": " << sched_name(s) << " differs bitwise";
+                mkg_case_free(&c);
+            }
+}
+
+TEST_F(Gpu, BatchInvarianceMPrefixes)
+{
+    // Rows of runs with M = 1..64 equal the same rows of an M = 4096 run, bitwise,
+    // for every schedule against schedule 0's large run.
+    mkg_case c;
+    ASSERT_EQ(mkg_case_init(&c, 4096, 1031, 4096, MKG_DTYPE_BF16, MKG_DTYPE_BF16, seed_), MKG_OK);
+    ASSERT_EQ(mkg_case_run(&c, 0, 0, 4096), MKG_OK);
+    ASSERT_EQ(mkg_case_keep(&c), MKG_OK);
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s)
+        for (int m = 1; m <= 64; ++m) {
+            ASSERT_EQ(mkg_case_run(&c, s, 0, m), MKG_OK);
+            EXPECT_EQ(mkg_case_mismatch_vs_keep(&c, m), 0) << sched_name(s) << " M=" << m;
+            EXPECT_EQ(mkg_case_outside_writes(&c, m), 0) << sched_name(s) << " M=" << m;
+        }
+    mkg_case_free(&c);
+}
+
+TEST_F(Gpu, RepeatedRunsAndGridSizesAreBitwiseEqual)
+{
+    mkg_case c;
+    ASSERT_EQ(mkg_case_init(&c, 2048, 3072 + 5, 4096, MKG_DTYPE_FP16, MKG_DTYPE_FP32, seed_), MKG_OK);
+    ASSERT_EQ(mkg_case_run(&c, 0, 0, c.m), MKG_OK);
+    ASSERT_EQ(mkg_case_keep(&c), MKG_OK);
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        for (int rep = 0; rep < 3; ++rep) {
+            ASSERT_EQ(mkg_case_run(&c, s, 0, c.m), MKG_OK);
+            EXPECT_EQ(mkg_case_mismatch_vs_keep(&c, c.m), 0) << sched_name(s) << " run " << rep;
+        }
+        for (int grid : {1, 7, 66, 131, 132}) {
+            ASSERT_EQ(mkg_case_run(&c, s, grid, c.m), MKG_OK);
+            EXPECT_EQ(mkg_case_mismatch_vs_keep(&c, c.m), 0) << sched_name(s) << " grid " << grid;
+        }
+    }
+    mkg_case_free(&c);
+}
+
+TEST_F(Gpu, NanAndInfPropagate)
+{
+    const int m = 130, n = 136, k = 256;
+    std::vector<float> a(m * k), b(n * k);
+    srand(static_cast<unsigned>(seed_));
+    for (auto &v : a)
+        v = static_cast<float>(rand()) / RAND_MAX - 0.5f;
+    for (auto &v : b)
+        v = static_cast<float>(rand()) / RAND_MAX - 0.5f;
+    a[5 * k + 17] = NAN;                         // row 5 of C: all NaN
+    for (int i = 0; i < m; ++i)
+        a[i * k + 33] = a[i * k + 40] = a[i * k + 41] = 1.0f;
+    a[9 * k + 33] = -1.0f;
+    b[7 * k + 33] = INFINITY;                    // column 7: +inf, row 9: -inf
+    b[8 * k + 40] = INFINITY;                    // column 8: inf - inf = NaN
+    b[8 * k + 41] = -INFINITY;
+    for (mkg_dtype in : {MKG_DTYPE_BF16, MKG_DTYPE_FP16})
+        for (mkg_dtype out : {MKG_DTYPE_BF16, MKG_DTYPE_FP16, MKG_DTYPE_FP32}) {
+            std::vector<uint16_t> ah(m * k), bh(n * k);
+            for (int i = 0; i < m * k; ++i)
+                mkg_store_float(ah.data(), in, i, a[i]);
+            for (int i = 0; i < n * k; ++i)
+                mkg_store_float(bh.data(), in, i, b[i]);
+            // Expected classes from IEEE double arithmetic on the rounded inputs.
+            std::vector<double> want(m * n);
+            mkg_ref_gemm_cpu(ah.data(), bh.data(), in, m, n, k, k, k, want.data(), n);
+            mkg_case c;
+            ASSERT_EQ(mkg_case_init(&c, m, n, k, in, out, seed_), MKG_OK);
+            ASSERT_EQ(mkg_case_upload(&c, ah.data(), bh.data()), MKG_OK);
+            std::vector<unsigned char> host(static_cast<size_t>(m) * n * mkg_dtype_size(out));
+            for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+                ASSERT_EQ(mkg_case_run(&c, s, 0, m), MKG_OK);
+                ASSERT_EQ(mkg_case_download(&c, host.data()), MKG_OK);
+                int bad = 0;
+                for (int i = 0; i < m * n && bad < 5; ++i) {
+                    const float g = mkg_load_float(host.data(), out, i);
+                    const double w = want[i];
+                    const bool ok = std::isnan(w) ? std::isnan(g)
+                                    : std::isinf(w) ? (std::isinf(g) && std::signbit(g) == std::signbit(w))
+                                                    : std::isfinite(g);
+                    if (!ok) {
+                        ++bad;
+                        ADD_FAILURE() << sched_name(s) << " " << mkg_dtype_name(in) << "->" << mkg_dtype_name(out)
+                                      << " C[" << i / n << "][" << i % n << "] = " << g << ", expected class of "
+                                      << w;
+                    }
+                }
+            }
+            EXPECT_TRUE(std::isnan(want[5 * n + 0]));
+            EXPECT_TRUE(std::isinf(want[0 * n + 7]) && want[7] > 0);
+            EXPECT_TRUE(std::isinf(want[9 * n + 7]) && want[9 * n + 7] < 0);
+            EXPECT_TRUE(std::isnan(want[0 * n + 8]));
+            mkg_case_free(&c);
+        }
+}
+
+TEST_F(Gpu, InvalidInputLaunchesNothing)
+{
+    mkg_case c;
+    ASSERT_EQ(mkg_case_init(&c, 100, 200, 64, MKG_DTYPE_BF16, MKG_DTYPE_BF16, seed_), MKG_OK);
+    ASSERT_EQ(mkg_case_poison(&c), MKG_OK);
+    mkg_gemm_desc d = mkg_case_desc(&c, 100);
+    d.ldc = 199;
+    EXPECT_EQ(mkg_gemm(&d, 0, 0), MKG_ERR_LDC_TOO_SMALL);
+    d = mkg_case_desc(&c, 100);
+    EXPECT_EQ(mkg_gemm(&d, MKG_SCHED_COUNT, 0), MKG_ERR_UNKNOWN_SCHEDULE);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(mkg_case_outside_writes(&c, 0), 0) << "C changed although nothing valid was launched";
+    // The valid one-shot call then writes exactly M x N.
+    EXPECT_EQ(mkg_gemm(&d, 0, 0), MKG_OK);
+    EXPECT_EQ(mkg_case_outside_writes(&c, 100), 0);
+    EXPECT_GT(mkg_case_outside_writes(&c, 0), 0);
+    mkg_case_free(&c);
+}

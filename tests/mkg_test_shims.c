@@ -1,0 +1,175 @@
+/* mkg_test_shims.c - padded, poisoned GEMM cases for the GPU tests (see header). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda_runtime_api.h>
+
+#include "mkg_test_shims.h"
+
+static long long mkg_round_up(long long x, long long q)
+{
+    return (x + q - 1) / q * q;
+}
+
+const char *mkg_shim_gpu_skip_reason(void)
+{
+    switch (mkg_device_check()) {
+    case MKG_OK: return "";
+    case MKG_ERR_NO_DEVICE: return "no CUDA device is present: GPU tests need an sm_90a (H100/H200) GPU";
+    default: return "the CUDA device is not compute capability 9.0: GPU tests need an sm_90a (H100/H200) GPU";
+    }
+}
+
+unsigned long long mkg_shim_seed(void)
+{
+    const char *env = getenv("MKG_TEST_SEED");
+    unsigned long long seed = env ? strtoull(env, NULL, 0) : (unsigned long long)time(NULL) * 2654435761ull;
+    return seed;
+}
+
+mkg_status mkg_case_init(mkg_case *c, int m, int n, int k, mkg_dtype in, mkg_dtype out, unsigned long long seed)
+{
+    memset(c, 0, sizeof(*c));
+    c->m = m;
+    c->n = n;
+    c->k = k;
+    c->in = in;
+    c->out = out;
+    const long long isz = (long long)mkg_dtype_size(in), osz = (long long)mkg_dtype_size(out);
+    c->lda = k + 8;
+    c->ldb = k + 8;
+    c->ldc = mkg_round_up((long long)n, 16 / osz) + 16 / osz;
+    c->c_rows = m + 3;
+    const size_t a_bytes = (size_t)(m * c->lda * isz), b_bytes = (size_t)(n * c->ldb * isz);
+    const size_t c_bytes = (size_t)(c->c_rows * c->ldc * osz);
+    if (cudaMalloc(&c->a, a_bytes) != cudaSuccess || cudaMalloc(&c->b, b_bytes) != cudaSuccess ||
+        cudaMalloc(&c->c, c_bytes) != cudaSuccess || cudaMalloc(&c->keep, c_bytes) != cudaSuccess) {
+        mkg_case_free(c);
+        return MKG_ERR_OUT_OF_MEMORY;
+    }
+    /* 0xFF.. is NaN in bf16 and fp16: the K pads poison any read past K. */
+    if (cudaMemset(c->a, 0xFF, a_bytes) != cudaSuccess || cudaMemset(c->b, 0xFF, b_bytes) != cudaSuccess ||
+        mkg_fill_random(c->a, in, m, k, c->lda, seed, 1.0f, 0) != cudaSuccess ||
+        mkg_fill_random(c->b, in, n, k, c->ldb, seed ^ 0x5bd1e995ull, 1.0f, 0) != cudaSuccess ||
+        cudaDeviceSynchronize() != cudaSuccess) {
+        mkg_case_free(c);
+        return MKG_ERR_CUDA;
+    }
+    return MKG_OK;
+}
+
+void mkg_case_free(mkg_case *c)
+{
+    cudaFree(c->a);
+    cudaFree(c->b);
+    cudaFree(c->c);
+    cudaFree(c->keep);
+    cudaFree(c->ref);
+    memset(c, 0, sizeof(*c));
+}
+
+mkg_status mkg_case_upload(mkg_case *c, const void *a_host, const void *b_host)
+{
+    const size_t isz = mkg_dtype_size(c->in);
+    if (cudaMemcpy2D(c->a, (size_t)c->lda * isz, a_host, (size_t)c->k * isz, (size_t)c->k * isz, (size_t)c->m,
+                     cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaMemcpy2D(c->b, (size_t)c->ldb * isz, b_host, (size_t)c->k * isz, (size_t)c->k * isz, (size_t)c->n,
+                     cudaMemcpyHostToDevice) != cudaSuccess)
+        return MKG_ERR_CUDA;
+    return MKG_OK;
+}
+
+mkg_status mkg_case_reference(mkg_case *c)
+{
+    if (!c->ref && cudaMalloc((void **)&c->ref, (size_t)c->m * (size_t)c->n * sizeof(double)) != cudaSuccess)
+        return MKG_ERR_OUT_OF_MEMORY;
+    if (mkg_ref_gemm_gpu(c->a, c->b, c->in, c->m, c->n, c->k, c->lda, c->ldb, c->ref, c->n, 0) != cudaSuccess ||
+        cudaDeviceSynchronize() != cudaSuccess)
+        return MKG_ERR_CUDA;
+    return MKG_OK;
+}
+
+mkg_status mkg_case_poison(mkg_case *c)
+{
+    const size_t c_bytes = (size_t)(c->c_rows * c->ldc) * mkg_dtype_size(c->out);
+    return cudaMemset(c->c, 0xFF, c_bytes) == cudaSuccess ? MKG_OK : MKG_ERR_CUDA;
+}
+
+mkg_gemm_desc mkg_case_desc(const mkg_case *c, int m)
+{
+    mkg_gemm_desc d;
+    memset(&d, 0, sizeof d);
+    d.m = m;
+    d.n = c->n;
+    d.k = c->k;
+    d.a_type = c->in;
+    d.b_type = c->in;
+    d.c_type = c->out;
+    d.a = c->a;
+    d.b = c->b;
+    d.c = c->c;
+    d.lda = c->lda;
+    d.ldb = c->ldb;
+    d.ldc = c->ldc;
+    d.epilogue = MKG_EPI_STORE;
+    return d;
+}
+
+mkg_status mkg_case_run(mkg_case *c, int s, int grid, int m)
+{
+    mkg_status st = mkg_case_poison(c);
+    if (st != MKG_OK)
+        return st;
+    const mkg_gemm_desc d = mkg_case_desc(c, m);
+    mkg_gemm_op *op = NULL;
+    st = mkg_gemm_create(&d, &op);
+    if (st != MKG_OK)
+        return st;
+    st = mkg_gemm_launch(op, s, grid, 0);
+    if (st == MKG_OK && cudaDeviceSynchronize() != cudaSuccess)
+        st = MKG_ERR_CUDA;
+    mkg_gemm_destroy(op);
+    return st;
+}
+
+mkg_status mkg_case_errors(const mkg_case *c, int m, mkg_err_stats *out)
+{
+    if (mkg_error_stats_gpu(c->c, c->out, c->ldc, c->ref, c->n, m, c->n, out, 0) != cudaSuccess)
+        return MKG_ERR_CUDA;
+    return MKG_OK;
+}
+
+long long mkg_case_outside_writes(const mkg_case *c, int m)
+{
+    long long count = -1;
+    if (mkg_count_outside_gpu(c->c, (int)mkg_dtype_size(c->out), c->ldc, c->c_rows, m, c->n, 0xFF, &count, 0) !=
+        cudaSuccess)
+        return -1;
+    return count;
+}
+
+mkg_status mkg_case_keep(mkg_case *c)
+{
+    const size_t c_bytes = (size_t)(c->c_rows * c->ldc) * mkg_dtype_size(c->out);
+    return cudaMemcpy(c->keep, c->c, c_bytes, cudaMemcpyDeviceToDevice) == cudaSuccess ? MKG_OK : MKG_ERR_CUDA;
+}
+
+long long mkg_case_mismatch_vs_keep(const mkg_case *c, int m)
+{
+    long long count = -1;
+    if (mkg_count_mismatch_gpu(c->c, c->ldc, c->keep, c->ldc, m, c->n, (int)mkg_dtype_size(c->out), &count, 0) !=
+        cudaSuccess)
+        return -1;
+    return count;
+}
+
+mkg_status mkg_case_download(const mkg_case *c, void *host)
+{
+    const size_t osz = mkg_dtype_size(c->out);
+    if (cudaMemcpy2D(host, (size_t)c->n * osz, c->c, (size_t)c->ldc * osz, (size_t)c->n * osz, (size_t)c->m,
+                     cudaMemcpyDeviceToHost) != cudaSuccess)
+        return MKG_ERR_CUDA;
+    return MKG_OK;
+}

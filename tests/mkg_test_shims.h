@@ -1,0 +1,70 @@
+/* mkg_test_shims.h - extern "C" helpers the GoogleTest files call.
+ *
+ * A mkg_case owns one GEMM's device buffers, padded and poisoned so that
+ * out-of-bounds reads show up as NaN and out-of-bounds writes as changed bytes:
+ *   A: M x K in rows of lda = K + 8 (the 8-element pad holds NaN)
+ *   B: N x K in rows of ldb = K + 8 (pad holds NaN)
+ *   C: (M + 3) rows of ldc = N rounded up to 16 bytes + 16 bytes, all 0xFF
+ *      before each run; only the M x N block may change.
+ * Running a schedule goes through the public API (create, launch, destroy).
+ */
+#ifndef MKG_TEST_SHIMS_H
+#define MKG_TEST_SHIMS_H
+
+#include "mkg_harness.h"
+#include "mkgemm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mkg_case {
+    int m, n, k;
+    mkg_dtype in, out;
+    long long lda, ldb, ldc, c_rows;
+    void *a, *b, *c;
+    void *keep;                 /* a second C of the same shape, for bitwise comparisons */
+    double *ref;                /* M x N FP64 reference (NULL until computed) */
+} mkg_case;
+
+/* Empty string when a CC 9.0 GPU is usable, otherwise the reason to skip. */
+const char *mkg_shim_gpu_skip_reason(void);
+
+/* Seed for fresh random data: MKG_TEST_SEED if set, else time-based; printed once. */
+unsigned long long mkg_shim_seed(void);
+
+mkg_status mkg_case_init(mkg_case *c, int m, int n, int k, mkg_dtype in, mkg_dtype out, unsigned long long seed);
+void mkg_case_free(mkg_case *c);
+
+/* Copies host rows (M x K for A, N x K for B, K contiguous) over the operands. */
+mkg_status mkg_case_upload(mkg_case *c, const void *a_host, const void *b_host);
+
+mkg_status mkg_case_reference(mkg_case *c);
+
+/* Fills all of C's allocation with 0xFF. */
+mkg_status mkg_case_poison(mkg_case *c);
+
+/* The case's descriptor for its first m rows, as mkg_case_run builds it. */
+mkg_gemm_desc mkg_case_desc(const mkg_case *c, int m);
+
+/* Poisons C, runs schedule s with grid (0 = one CTA per SM) on a GEMM of the
+ * case's first m rows (m <= c->m), and synchronizes. */
+mkg_status mkg_case_run(mkg_case *c, int s, int grid, int m);
+
+/* Error of C against the reference over the first m rows. */
+mkg_status mkg_case_errors(const mkg_case *c, int m, mkg_err_stats *out);
+
+/* Bytes of C outside the first m rows x N that are no longer 0xFF. */
+long long mkg_case_outside_writes(const mkg_case *c, int m);
+
+/* Copies C into keep; then counts elements of the first m rows that differ bitwise. */
+mkg_status mkg_case_keep(mkg_case *c);
+long long mkg_case_mismatch_vs_keep(const mkg_case *c, int m);
+
+/* Copies the M x N block of C to host memory (dense, N per row). */
+mkg_status mkg_case_download(const mkg_case *c, void *host);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MKG_TEST_SHIMS_H */
