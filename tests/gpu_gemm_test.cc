@@ -4,10 +4,12 @@
 // compute-capability-9.0 GPU is present.
 //
 // Error bounds (max |C - R| / max |R| and ||C - R||_F / ||R||_F), inputs uniform
-// in [-1, 1) rounded to the input dtype, FP32 accumulation:
-//   fp32 out: 2e-5 / 1e-5   (accumulation only)
-//   bf16 out: 2.5e-3 / 2e-3 (one rounding to 8 significant bits: 2^-9)
-//   fp16 out: 3e-4 / 2.5e-4 (one rounding to 11 significant bits: 2^-12)
+// in [-1, 1) rounded to the input dtype, FP32 accumulation. One rounding to p
+// significant bits is at most 2^-p relative per element, so both measures stay
+// under u = 2^-p plus the accumulation part (2e-5, the fp32-output bound):
+//   fp32 out: 2e-5 / 1e-5
+//   bf16 out: 2^-8  + 2e-5 (8 significant bits)
+//   fp16 out: 2^-11 + 2e-5 (11 significant bits)
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -28,8 +30,8 @@ Bound bound_for(mkg_dtype out)
 {
     switch (out) {
     case MKG_DTYPE_FP32: return {2e-5, 1e-5};
-    case MKG_DTYPE_BF16: return {2.5e-3, 2e-3};
-    default:             return {3e-4, 2.5e-4};
+    case MKG_DTYPE_BF16: return {std::ldexp(1.0, -8) + 2e-5, std::ldexp(1.0, -8) + 2e-5};
+    default:             return {std::ldexp(1.0, -11) + 2e-5, std::ldexp(1.0, -11) + 2e-5};
     }
 }
 
@@ -82,10 +84,19 @@ void check_all_schedules(mkg_case *c, double *worst_rel, std::vector<int> *diffe
     }
 }
 
+// MKG_TEST_QUICK=1 (used under compute-sanitizer, which slows kernels ~100x)
+// keeps the ragged sizes but drops the large ones.
+bool quick()
+{
+    const char *q = std::getenv("MKG_TEST_QUICK");
+    return q && *q && *q != '0';
+}
+
 void sweep(unsigned long long seed, mkg_dtype in, mkg_dtype out)
 {
-    const int sizes[] = {1, 7, 63, 65, 127, 129, 1000, 4097};
-    const int ks[] = {8, 64, 72, 4096};
+    const std::vector<int> sizes = quick() ? std::vector<int>{1, 7, 65, 129}
+                                           : std::vector<int>{1, 7, 63, 65, 127, 129, 1000, 4097};
+    const std::vector<int> ks = quick() ? std::vector<int>{8, 72, 256} : std::vector<int>{8, 64, 72, 4096};
     double worst = 0.0;
     int shapes = 0;
     std::vector<int> differ_count(MKG_SCHED_COUNT, 0);

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# run_gpu.sh OUTDIR - the one GPU-machine script: builds with ninja, checks the
+# SASS, runs the GPU tests, compute-sanitizer, and the GEMM benchmark, writing
+# logs and JSON into OUTDIR (at most 8 files come back from the lent machine).
+#
+#   MKG_STAGES   comma list of stages to run (default: build,sass,test,sanitize,bench)
+#   MKG_BENCH_ARGS extra arguments for mkg_bench_gemm (e.g. "--only square_8192")
+#   MKG_GTEST_FILTER  gtest filter for the test stage (default: all GPU tests)
+#   MKG_CMAKE_ARGS extra cmake configure arguments; MKG_TEST_TIMEOUT seconds for the test stage (900)
+# Every stage runs under a time limit so a hang cannot eat the lease.
+set -u -o pipefail
+out=${1:?usage: bench/run_gpu.sh OUTDIR}
+mkdir -p "$out"
+root=$(cd "$(dirname "$0")/.." && pwd)
+build="$root/build-gpu"
+stages=",${MKG_STAGES:-build,sass,test,sanitize,bench},"
+log="$out/log.txt"
+commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git -C "$root" status --porcelain 2>/dev/null)" ]; then commit="$commit-dirty"; fi
+export MKG_COMMIT="$commit"
+say() { echo "== $*" | tee -a "$log"; }
+has() { [[ "$stages" == *",$1,"* ]]; }
+
+say "commit $commit  $(date -u +%FT%TZ)"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu --format=csv 2>&1 | tee -a "$log"
+
+if has build; then
+  say "build"
+  cmake -S "$root" -B "$build" -G Ninja -DMKG_LINEINFO=ON ${MKG_CMAKE_ARGS:-} >"$out/build.txt" 2>&1 &&
+    timeout 600 cmake --build "$build" -j 16 >>"$out/build.txt" 2>&1
+  rc=$?; say "build rc=$rc"; tail -3 "$out/build.txt" | tee -a "$log"
+  [ $rc -eq 0 ] || exit 1
+  grep -h -E "registers|spill|C75" "$build"/ptxas/*.log | sort | uniq -c | tee -a "$log"
+fi
+
+if has sass; then
+  say "sass"
+  for c in "$build"/ptxas/*.cubin; do
+    n_hgmma=$(cuobjdump --dump-sass "$c" | grep -c HGMMA)
+    n_tma=$(cuobjdump --dump-sass "$c" | grep -c UTMALDG)
+    n_local=$(cuobjdump --dump-sass "$c" | grep -c -E "LDL|STL")
+    say "$(basename "$c"): HGMMA=$n_hgmma UTMALDG=$n_tma LDL/STL=$n_local"
+  done
+  cuobjdump --dump-sass "$build"/ptxas/mkg_kernels_bf16_sm90.cubin |
+    awk '/Function : .*ILi0ELi128ELi256ELi64ELi4ELi0E/{p=1} p&&/HGMMA|UTMALDG|SYNCS|WARPGROUP/{print} /EXIT/{if(p)exit}' |
+    head -60 >"$out/sass_m128n256.txt"
+fi
+
+if has test; then
+  say "gpu tests"
+  timeout "${MKG_TEST_TIMEOUT:-900}" stdbuf -oL "$build"/tests/mkgemm_gpu_tests --gtest_filter="${MKG_GTEST_FILTER:-*}" >"$out/gpu_tests.log" 2>&1
+  say "gpu tests rc=$?"
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |report|bitwise|seed" "$out/gpu_tests.log" | head -60 | tee -a "$log"
+  timeout 300 "$build"/tests/mkgemm_cpu_tests >>"$out/gpu_tests.log" 2>&1
+  say "cpu tests on the GPU machine rc=$?"
+fi
+
+if has sanitize; then
+  say "compute-sanitizer"
+  filt="Gpu.NanAndInfPropagate:Gpu.InvalidInputLaunchesNothing:Gpu.EveryScheduleRaggedShapesBf16"
+  for tool in memcheck racecheck synccheck; do
+    MKG_TEST_QUICK=1 timeout 600 compute-sanitizer --tool $tool --error-exitcode 9 \
+      "$build"/tests/mkgemm_gpu_tests --gtest_filter="$filt" >"$out/sanitize_$tool.log" 2>&1
+    rc=$?
+    say "$tool rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize_$tool.log" | tail -1)"
+  done
+  cat "$out"/sanitize_*.log >"$out/sanitize.log" && rm -f "$out"/sanitize_*.log
+fi
+
+if has bench; then
+  say "gemm benchmark"
+  for dt in bf16 fp16; do
+    timeout 900 "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" --dtype $dt \
+      --out "$out/gemm_$dt.json" --commit "$commit" ${MKG_BENCH_ARGS:-} >"$out/bench_$dt.txt" 2>&1
+    say "bench $dt rc=$?"; tail -8 "$out/bench_$dt.txt" | tee -a "$log"
+  done
+  cat "$out"/bench_*.txt >"$out/bench.txt" && rm -f "$out"/bench_*.txt
+fi
+nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv 2>&1 | tee -a "$log"
+say "done"
