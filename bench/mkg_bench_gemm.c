@@ -1,0 +1,239 @@
+/* mkg_bench_gemm.c - main of mkg_bench_gemm: mkgemm against cuBLASLt over a shapes file.
+ *
+ *   mkg_bench_gemm --out PATH [--shapes FILE] [--dtype bf16|fp16|all] [--commit STR]
+ *                  [--replays N] [--only NAME[,NAME..]] [--max-m N] [--min-m N]
+ *
+ * Runs every (dtype, shape, M) through the engine in mkg_bench_gemm.h, printing a
+ * line per row as it goes, then writes the results JSON (SPEC section 10) and a
+ * summary per dtype. Needs a compute-capability-9.0 GPU; without one it says why
+ * and exits 1.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mkg_bench_gemm.h"
+
+#ifndef MKG_BENCH_DEFAULT_SHAPES
+#define MKG_BENCH_DEFAULT_SHAPES "../shared/bench/shapes.csv"
+#endif
+
+// ---- command line ------------------------------------------------------------------------
+
+typedef struct mkg_bench_args {
+    const char *shapes;
+    const char *dtype;
+    const char *out;
+    const char *commit;
+    const char *only;           /* comma-separated shape names, NULL: all */
+    int replays;
+    int min_m, max_m;
+} mkg_bench_args;
+
+static void mkg_bench_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: mkg_bench_gemm --out PATH [--shapes FILE] [--dtype bf16|fp16|all] [--commit STR]\n"
+            "                      [--replays N] [--only NAME[,NAME..]] [--max-m N] [--min-m N]\n"
+            "  --out PATH      results JSON to write (required)\n"
+            "  --shapes FILE   shapes CSV `name,N,K,M values` (default %s)\n"
+            "  --dtype D       input and output dtype: bf16, fp16 or all (default bf16)\n"
+            "  --commit STR    commit recorded in the JSON (default $MKG_COMMIT, else \"unknown\")\n"
+            "  --replays N     timed CUDA-graph replays per candidate, median taken (default 20)\n"
+            "  --only NAMES    run only these shapes (comma-separated names)\n"
+            "  --min-m N       run only M values >= N\n"
+            "  --max-m N       run only M values <= N\n",
+            MKG_BENCH_DEFAULT_SHAPES);
+}
+
+static int mkg_bench_int_arg(const char *flag, const char *value)
+{
+    char *end = NULL;
+    const long v = strtol(value, &end, 10);
+    if (end == value || *end != '\0' || v < 1 || v > INT_MAX) {
+        fprintf(stderr, "mkg_bench_gemm: %s wants a positive integer, got '%s'\n", flag, value);
+        exit(1);
+    }
+    return (int)v;
+}
+
+static void mkg_bench_parse_args(int argc, char **argv, mkg_bench_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->shapes = MKG_BENCH_DEFAULT_SHAPES;
+    a->dtype = "bf16";
+    a->replays = 20;
+    a->min_m = 1;
+    a->max_m = INT_MAX;
+    for (int i = 1; i < argc; ++i) {
+        const char *flag = argv[i];
+        if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
+            mkg_bench_usage(stdout);
+            exit(0);
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "mkg_bench_gemm: %s needs a value (or is unknown)\n", flag);
+            mkg_bench_usage(stderr);
+            exit(1);
+        }
+        const char *value = argv[++i];
+        if (strcmp(flag, "--shapes") == 0)
+            a->shapes = value;
+        else if (strcmp(flag, "--dtype") == 0)
+            a->dtype = value;
+        else if (strcmp(flag, "--out") == 0)
+            a->out = value;
+        else if (strcmp(flag, "--commit") == 0)
+            a->commit = value;
+        else if (strcmp(flag, "--only") == 0)
+            a->only = value;
+        else if (strcmp(flag, "--replays") == 0)
+            a->replays = mkg_bench_int_arg(flag, value);
+        else if (strcmp(flag, "--min-m") == 0)
+            a->min_m = mkg_bench_int_arg(flag, value);
+        else if (strcmp(flag, "--max-m") == 0)
+            a->max_m = mkg_bench_int_arg(flag, value);
+        else {
+            fprintf(stderr, "mkg_bench_gemm: unknown option %s\n", flag);
+            mkg_bench_usage(stderr);
+            exit(1);
+        }
+    }
+    if (!a->out) {
+        fprintf(stderr, "mkg_bench_gemm: --out PATH is required\n");
+        mkg_bench_usage(stderr);
+        exit(1);
+    }
+}
+
+/* The dtypes named by --dtype, into dts; returns how many. */
+static int mkg_bench_dtypes(const char *name, mkg_dtype *dts)
+{
+    if (strcmp(name, "bf16") == 0 || strcmp(name, "fp16") == 0) {
+        dts[0] = strcmp(name, "bf16") == 0 ? MKG_DTYPE_BF16 : MKG_DTYPE_FP16;
+        return 1;
+    }
+    if (strcmp(name, "all") == 0) {
+        dts[0] = MKG_DTYPE_BF16;
+        dts[1] = MKG_DTYPE_FP16;
+        return 2;
+    }
+    fprintf(stderr, "mkg_bench_gemm: --dtype must be bf16, fp16 or all, got '%s'\n", name);
+    exit(1);
+}
+
+/* 1 if name is one of the comma-separated names in list (a NULL list holds every name). */
+static int mkg_bench_listed(const char *list, const char *name)
+{
+    const size_t len = strlen(name);
+    while (list) {
+        const char *comma = strchr(list, ',');
+        const size_t n = comma ? (size_t)(comma - list) : strlen(list);
+        if (n == len && strncmp(list, name, len) == 0)
+            return 1;
+        list = comma ? comma + 1 : NULL;
+    }
+    return 0;
+}
+
+/* Every name given to --only must be a row of the shapes file. */
+static void mkg_bench_check_only(const char *only, const char *path, const mkg_bench_shape *shapes, int count)
+{
+    const char *name = only;
+    while (name) {
+        const char *comma = strchr(name, ',');
+        const size_t n = comma ? (size_t)(comma - name) : strlen(name);
+        int found = 0;
+        for (int i = 0; i < count && !found; ++i)
+            found = strlen(shapes[i].name) == n && strncmp(shapes[i].name, name, n) == 0;
+        if (!found) {
+            fprintf(stderr, "mkg_bench_gemm: --only: no shape named '%.*s' in %s\n", (int)n, name, path);
+            exit(1);
+        }
+        name = comma ? comma + 1 : NULL;
+    }
+}
+
+static int mkg_bench_selected(const mkg_bench_args *a, const mkg_bench_shape *s, int m)
+{
+    return (!a->only || mkg_bench_listed(a->only, s->name)) && m >= a->min_m && m <= a->max_m;
+}
+
+// ---- main --------------------------------------------------------------------------------
+
+int main(int argc, char **argv)
+{
+    mkg_bench_args args;
+    mkg_bench_shape *shapes = NULL;
+    mkg_dtype dts[2];
+    int nshapes = 0, total = 0;
+    mkg_bench_parse_args(argc, argv, &args);
+    const int ndts = mkg_bench_dtypes(args.dtype, dts);
+    if (mkg_bench_read_shapes(args.shapes, &shapes, &nshapes) != 0)
+        return 1;
+    if (args.only)
+        mkg_bench_check_only(args.only, args.shapes, shapes, nshapes);
+    for (int i = 0; i < nshapes; ++i)
+        for (int j = 0; j < shapes[i].m_count; ++j)
+            total += mkg_bench_selected(&args, &shapes[i], shapes[i].m[j]) ? ndts : 0;
+    if (total == 0) {
+        fprintf(stderr, "mkg_bench_gemm: no (shape, M) in %s passes --only/--min-m/--max-m\n", args.shapes);
+        return 1;
+    }
+
+    const mkg_status dev = mkg_device_check();
+    if (dev != MKG_OK) {
+        fprintf(stderr,
+                "mkg_bench_gemm: cannot run: %s (%s). The benchmark needs an NVIDIA Hopper GPU of compute "
+                "capability 9.0 (H100/H200).\n",
+                mkg_status_string(dev), mkg_status_name(dev));
+        return 1;
+    }
+    if (args.replays < 20)
+        fprintf(stderr, "mkg_bench_gemm: note: --replays %d is below the 20 that SPEC section 10 asks for\n",
+                args.replays);
+
+    mkg_bench_cfg cfg;
+    mkg_bench_meta meta;
+    memset(&meta, 0, sizeof meta);
+    mkg_bench_init(&cfg, args.replays);
+    mkg_bench_utc_now(meta.date, sizeof meta.date);
+    const char *env_commit = getenv("MKG_COMMIT");
+    meta.commit = args.commit ? args.commit : env_commit ? env_commit : "unknown";
+    printf("mkg_bench_gemm: %s, %d SMs, L2 %d bytes, %d replays, %d rows from %s, commit %s\n", cfg.gpu, cfg.sms,
+           cfg.l2_bytes, cfg.replays, total, args.shapes, meta.commit);
+    fflush(stdout);
+
+    mkg_bench_row *rows = (mkg_bench_row *)calloc(total, sizeof *rows);
+    if (!rows) {
+        fprintf(stderr, "mkg_bench_gemm: out of host memory\n");
+        return 1;
+    }
+    int done = 0;
+    for (int d = 0; d < ndts; ++d)
+        for (int i = 0; i < nshapes; ++i)
+            for (int j = 0; j < shapes[i].m_count; ++j) {
+                const mkg_bench_shape *s = &shapes[i];
+                if (!mkg_bench_selected(&args, s, s->m[j]))
+                    continue;
+                mkg_bench_gemm_row(&cfg, s->name, s->m[j], s->n, s->k, dts[d], &rows[done]);
+                mkg_bench_print_row(&rows[done++]);
+            }
+
+    meta.clocks_valid = mkg_bench_read_clocks(&cfg, &meta.sm_mhz, &meta.mem_mhz);
+    if (meta.clocks_valid)
+        printf("clocks after the runs: sm %d MHz, mem %d MHz\n", meta.sm_mhz, meta.mem_mhz);
+    else
+        printf("clocks after the runs: unavailable (nvidia-smi gave nothing)\n");
+    const int written = mkg_bench_write_json(args.out, &cfg, &meta, rows, done);
+    if (written == 0)
+        printf("wrote %s\n", args.out);
+    for (int d = 0; d < ndts; ++d)
+        mkg_bench_print_summary(rows, done, dts[d]);
+
+    mkg_bench_release(&cfg);
+    free(rows);
+    free(shapes);
+    return written == 0 ? 0 : 1;
+}

@@ -1,0 +1,805 @@
+/* mkg_bench_gemm_lib.c - the GEMM benchmark engine declared in mkg_bench_gemm.h.
+ *
+ * A row reads top to bottom: allocate R rotation sets of (A, B, C) and fill them,
+ * create one mkgemm op per set, ask cuBLASLt for its heuristic candidates, check
+ * correctness (FP64 reference on the first and last rows, bitwise equality across
+ * schedules), time every candidate under CUDA-graph replay, free everything.
+ * Then come the stdout report, the shapes-file reader and the results JSON.
+ * Every CUDA runtime call goes through MKG_CUDA_CHECK, every cuBLASLt call through
+ * MKG_BENCH_LT_CHECK and every mkgemm call through MKG_BENCH_MKG_CHECK.
+ */
+#define _POSIX_C_SOURCE 200809L     /* popen, pclose, gmtime_r */
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mkg_bench_gemm.h"
+#include "mkg_check.h"
+#include "mkg_harness.h"
+
+#define MKG_BENCH_TARGET_REPLAY_US 200.0    /* one timed replay runs at least this long */
+#define MKG_BENCH_MAX_LAUNCHES 1024         /* cap on L, the launches captured in one graph */
+#define MKG_BENCH_WARMUPS 3                 /* untimed replays before the timed ones */
+#define MKG_BENCH_PROBE_REPLAYS 3           /* timed replays of the probe graph that sizes L */
+#define MKG_BENCH_REF_ROWS 128              /* reference rows at each end of C */
+#define MKG_BENCH_ALIGN 256                 /* byte alignment of each rotation-set slice */
+
+// ---- error checks -----------------------------------------------------------------------
+
+static void mkg_bench_check_lt(cublasStatus_t st, const char *what, const char *file, int line)
+{
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", file, line, what, cublasLtGetStatusName(st),
+                cublasLtGetStatusString(st));
+        exit(1);
+    }
+}
+
+static void mkg_bench_check_mkg(mkg_status st, const char *what, const char *file, int line)
+{
+    if (st != MKG_OK) {
+        fprintf(stderr, "%s:%d: %s failed: %s: %s\n", file, line, what, mkg_status_name(st), mkg_status_string(st));
+        exit(1);
+    }
+}
+
+#define MKG_BENCH_LT_CHECK(call) mkg_bench_check_lt((call), #call, __FILE__, __LINE__)
+#define MKG_BENCH_MKG_CHECK(call) mkg_bench_check_mkg((call), #call, __FILE__, __LINE__)
+
+static void *mkg_bench_calloc(size_t count, size_t size)
+{
+    void *p = calloc(count, size);
+    if (!p) {
+        fprintf(stderr, "mkg_bench: out of host memory (%zu x %zu bytes)\n", count, size);
+        exit(1);
+    }
+    return p;
+}
+
+// ---- configuration ----------------------------------------------------------------------
+
+void mkg_bench_init(mkg_bench_cfg *cfg, int replays)
+{
+    struct cudaDeviceProp prop;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->replays = replays;
+    cfg->target_replay_us = MKG_BENCH_TARGET_REPLAY_US;
+    MKG_CUDA_CHECK(cudaGetDevice(&cfg->device));
+    MKG_CUDA_CHECK(cudaGetDeviceProperties(&prop, cfg->device));
+    snprintf(cfg->gpu, sizeof cfg->gpu, "%s", prop.name);
+    MKG_CUDA_CHECK(cudaDeviceGetAttribute(&cfg->sms, cudaDevAttrMultiProcessorCount, cfg->device));
+    MKG_CUDA_CHECK(cudaDeviceGetAttribute(&cfg->l2_bytes, cudaDevAttrL2CacheSize, cfg->device));
+    MKG_CUDA_CHECK(cudaStreamCreateWithFlags(&cfg->stream, cudaStreamNonBlocking));
+    MKG_BENCH_LT_CHECK(cublasLtCreate(&cfg->lt));
+    MKG_CUDA_CHECK(cudaMalloc(&cfg->workspace, MKG_BENCH_WORKSPACE_BYTES));
+}
+
+void mkg_bench_release(mkg_bench_cfg *cfg)
+{
+    MKG_CUDA_CHECK(cudaFree(cfg->workspace));
+    MKG_BENCH_LT_CHECK(cublasLtDestroy(cfg->lt));
+    MKG_CUDA_CHECK(cudaStreamDestroy(cfg->stream));
+}
+
+// ---- one problem: rotation sets and the cuBLASLt plan -----------------------------------
+
+/* One rotation set: dense A (m x k, lda = k), B (n x k, ldb = k), C (m x n, ldc = n). */
+typedef struct mkg_bench_set {
+    void *a, *b, *c;
+    mkg_gemm_op *op;
+} mkg_bench_set;
+
+/* cuBLASLt's view of the same GEMM and its heuristic candidates. */
+typedef struct mkg_bench_lt_plan {
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t mat_a, mat_b, mat_c;  /* its A is our B, its B is our A, its D is C^T */
+    cublasLtMatmulHeuristicResult_t algos[MKG_BENCH_LT_ALGOS];
+    int count;
+} mkg_bench_lt_plan;
+
+typedef struct mkg_bench_problem {
+    int m, n, k;
+    mkg_dtype dt;
+    size_t esize;
+    size_t a_bytes, b_bytes, c_bytes;
+    int nsets;
+    void *a_all, *b_all, *c_all;        /* nsets slices each, MKG_BENCH_ALIGN-aligned */
+    mkg_bench_set *sets;
+    mkg_bench_lt_plan lt;
+} mkg_bench_problem;
+
+static size_t mkg_bench_round_up(size_t bytes)
+{
+    return (bytes + MKG_BENCH_ALIGN - 1) / MKG_BENCH_ALIGN * MKG_BENCH_ALIGN;
+}
+
+/* R = max(2, ceil(2 * L2 / bytes per set)): a set has left the L2 before it comes back. */
+static int mkg_bench_rotation_sets(const mkg_bench_cfg *cfg, size_t set_bytes)
+{
+    const size_t need = 2 * (size_t)cfg->l2_bytes;
+    const size_t r = (need + set_bytes - 1) / set_bytes;
+    return r < 2 ? 2 : (int)r;
+}
+
+/* A fresh seed per (shape, M, dtype): FNV-1a of the name, mixed with M and the dtype. */
+static unsigned long long mkg_bench_seed(const char *shape, int m, mkg_dtype dt)
+{
+    unsigned long long h = 1469598103934665603ull;
+    for (const char *s = shape; *s; ++s)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h ^ ((unsigned long long)m << 24) ^ ((unsigned long long)dt << 56);
+}
+
+static mkg_gemm_desc mkg_bench_desc(const mkg_bench_problem *p, const mkg_bench_set *s)
+{
+    mkg_gemm_desc d;
+    memset(&d, 0, sizeof d);
+    d.m = p->m;
+    d.n = p->n;
+    d.k = p->k;
+    d.a_type = d.b_type = d.c_type = p->dt;
+    d.a = s->a;
+    d.b = s->b;
+    d.c = s->c;
+    d.lda = p->k;
+    d.ldb = p->k;
+    d.ldc = p->n;
+    d.epilogue = MKG_EPI_STORE;
+    return d;
+}
+
+/* Allocates the R sets as slices of three buffers, fills A and B (never zeros) and creates one op per set. */
+static void mkg_bench_alloc_sets(const mkg_bench_cfg *cfg, mkg_bench_problem *p, unsigned long long seed)
+{
+    const size_t sa = mkg_bench_round_up(p->a_bytes), sb = mkg_bench_round_up(p->b_bytes);
+    const size_t sc = mkg_bench_round_up(p->c_bytes);
+    MKG_CUDA_CHECK(cudaMalloc(&p->a_all, sa * p->nsets));
+    MKG_CUDA_CHECK(cudaMalloc(&p->b_all, sb * p->nsets));
+    MKG_CUDA_CHECK(cudaMalloc(&p->c_all, sc * p->nsets));
+    p->sets = (mkg_bench_set *)mkg_bench_calloc(p->nsets, sizeof *p->sets);
+    for (int i = 0; i < p->nsets; ++i) {
+        mkg_bench_set *s = &p->sets[i];
+        s->a = (char *)p->a_all + sa * i;
+        s->b = (char *)p->b_all + sb * i;
+        s->c = (char *)p->c_all + sc * i;
+        MKG_CUDA_CHECK(mkg_fill_random(s->a, p->dt, p->m, p->k, p->k, seed + 2 * i, 1.0f, cfg->stream));
+        MKG_CUDA_CHECK(mkg_fill_random(s->b, p->dt, p->n, p->k, p->k, seed + 2 * i + 1, 1.0f, cfg->stream));
+        MKG_CUDA_CHECK(cudaMemsetAsync(s->c, 0, p->c_bytes, cfg->stream));
+        const mkg_gemm_desc d = mkg_bench_desc(p, s);
+        MKG_BENCH_MKG_CHECK(mkg_gemm_create(&d, &s->op));
+    }
+    MKG_CUDA_CHECK(cudaStreamSynchronize(cfg->stream));
+}
+
+/* Row-major C (m x n) = A . B^T is column-major D (n x m) = op(B) . A, so cuBLASLt's
+ * A is our B (k x n column-major, ld = ldb, TRANSA = T), its B is our A (k x m
+ * column-major, ld = lda, TRANSB = N) and D = C is n x m column-major with ld = ldc. */
+static void mkg_bench_lt_plan_create(const mkg_bench_cfg *cfg, mkg_bench_problem *p)
+{
+    const cudaDataType_t t = p->dt == MKG_DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    const cublasOperation_t trans = CUBLAS_OP_T, no_trans = CUBLAS_OP_N;
+    const uint64_t workspace = MKG_BENCH_WORKSPACE_BYTES;
+    cublasLtMatmulHeuristicResult_t found[MKG_BENCH_LT_ALGOS];
+    cublasLtMatmulPreference_t pref;
+    int returned = 0;
+    mkg_bench_lt_plan *lt = &p->lt;
+
+    MKG_BENCH_LT_CHECK(cublasLtMatmulDescCreate(&lt->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    MKG_BENCH_LT_CHECK(cublasLtMatmulDescSetAttribute(lt->desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans));
+    MKG_BENCH_LT_CHECK(
+        cublasLtMatmulDescSetAttribute(lt->desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans, sizeof no_trans));
+    MKG_BENCH_LT_CHECK(cublasLtMatrixLayoutCreate(&lt->mat_a, t, p->k, p->n, p->k));
+    MKG_BENCH_LT_CHECK(cublasLtMatrixLayoutCreate(&lt->mat_b, t, p->k, p->m, p->k));
+    MKG_BENCH_LT_CHECK(cublasLtMatrixLayoutCreate(&lt->mat_c, t, p->n, p->m, p->n));
+
+    MKG_BENCH_LT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    MKG_BENCH_LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                            &workspace, sizeof workspace));
+    MKG_BENCH_LT_CHECK(cublasLtMatmulAlgoGetHeuristic(cfg->lt, lt->desc, lt->mat_a, lt->mat_b, lt->mat_c,
+                                                      lt->mat_c, pref, MKG_BENCH_LT_ALGOS, found, &returned));
+    MKG_BENCH_LT_CHECK(cublasLtMatmulPreferenceDestroy(pref));
+    lt->count = 0;
+    for (int i = 0; i < returned; ++i)
+        if (found[i].state == CUBLAS_STATUS_SUCCESS)
+            lt->algos[lt->count++] = found[i];
+    if (lt->count == 0) {
+        fprintf(stderr, "mkg_bench: cuBLASLt returned no algorithm for M=%d N=%d K=%d %s\n", p->m, p->n, p->k,
+                mkg_dtype_name(p->dt));
+        exit(1);
+    }
+}
+
+static void mkg_bench_problem_create(const mkg_bench_cfg *cfg, mkg_bench_problem *p, const char *shape, int m,
+                                     int n, int k, mkg_dtype dt)
+{
+    memset(p, 0, sizeof *p);
+    p->m = m;
+    p->n = n;
+    p->k = k;
+    p->dt = dt;
+    p->esize = mkg_dtype_size(dt);
+    p->a_bytes = (size_t)m * k * p->esize;
+    p->b_bytes = (size_t)n * k * p->esize;
+    p->c_bytes = (size_t)m * n * p->esize;
+    p->nsets = mkg_bench_rotation_sets(cfg, p->a_bytes + p->b_bytes + p->c_bytes);
+    mkg_bench_alloc_sets(cfg, p, mkg_bench_seed(shape, m, dt));
+    mkg_bench_lt_plan_create(cfg, p);
+}
+
+static void mkg_bench_problem_free(mkg_bench_problem *p)
+{
+    for (int i = 0; i < p->nsets; ++i)
+        mkg_gemm_destroy(p->sets[i].op);
+    MKG_BENCH_LT_CHECK(cublasLtMatrixLayoutDestroy(p->lt.mat_c));
+    MKG_BENCH_LT_CHECK(cublasLtMatrixLayoutDestroy(p->lt.mat_b));
+    MKG_BENCH_LT_CHECK(cublasLtMatrixLayoutDestroy(p->lt.mat_a));
+    MKG_BENCH_LT_CHECK(cublasLtMatmulDescDestroy(p->lt.desc));
+    MKG_CUDA_CHECK(cudaFree(p->c_all));
+    MKG_CUDA_CHECK(cudaFree(p->b_all));
+    MKG_CUDA_CHECK(cudaFree(p->a_all));
+    free(p->sets);
+    memset(p, 0, sizeof *p);
+}
+
+// ---- candidates: what one launch of a timed graph is ------------------------------------
+
+typedef enum mkg_bench_kind {
+    MKG_BENCH_MKGEMM = 0,       /* id: mkgemm schedule */
+    MKG_BENCH_CUBLAS = 1        /* id: index into the cuBLASLt heuristic candidates */
+} mkg_bench_kind;
+
+typedef struct mkg_bench_cand {
+    mkg_bench_kind kind;
+    int id;
+} mkg_bench_cand;
+
+static mkg_bench_cand mkg_bench_cand_of(mkg_bench_kind kind, int id)
+{
+    mkg_bench_cand c = {kind, id};
+    return c;
+}
+
+/* Enqueues one GEMM of candidate c on rotation set `set`. */
+static void mkg_bench_enqueue(const mkg_bench_cfg *cfg, const mkg_bench_problem *p, mkg_bench_cand c, int set)
+{
+    const mkg_bench_set *s = &p->sets[set];
+    if (c.kind == MKG_BENCH_MKGEMM) {
+        MKG_BENCH_MKG_CHECK(mkg_gemm_launch(s->op, c.id, 0, cfg->stream));
+        return;
+    }
+    const float alpha = 1.0f, beta = 0.0f;
+    MKG_BENCH_LT_CHECK(cublasLtMatmul(cfg->lt, p->lt.desc, &alpha, s->b, p->lt.mat_a, s->a, p->lt.mat_b, &beta,
+                                      s->c, p->lt.mat_c, s->c, p->lt.mat_c, &p->lt.algos[c.id].algo,
+                                      cfg->workspace, MKG_BENCH_WORKSPACE_BYTES, cfg->stream));
+}
+
+/* Poisons C of set 0 (0xFF bytes are NaN in bf16 and fp16), runs c once on set 0, waits. */
+static void mkg_bench_run_once(const mkg_bench_cfg *cfg, const mkg_bench_problem *p, mkg_bench_cand c)
+{
+    MKG_CUDA_CHECK(cudaMemsetAsync(p->sets[0].c, 0xFF, p->c_bytes, cfg->stream));
+    mkg_bench_enqueue(cfg, p, c, 0);
+    MKG_CUDA_CHECK(cudaStreamSynchronize(cfg->stream));
+}
+
+// ---- timing: CUDA-graph replay -----------------------------------------------------------
+
+static int mkg_bench_cmp_double(const void *x, const void *y)
+{
+    const double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static double mkg_bench_median(double *v, int count)
+{
+    qsort(v, count, sizeof *v, mkg_bench_cmp_double);
+    return count % 2 ? v[count / 2] : 0.5 * (v[count / 2 - 1] + v[count / 2]);
+}
+
+/* Captures `launches` launches of c cycling through the sets, replays the graph
+ * MKG_BENCH_WARMUPS times, then `replays` times each between its own event pair;
+ * returns the median microseconds of one replay. */
+static double mkg_bench_replay_us(const mkg_bench_cfg *cfg, const mkg_bench_problem *p, mkg_bench_cand c,
+                                  int launches, int replays)
+{
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    cudaEvent_t *ev = (cudaEvent_t *)mkg_bench_calloc(2 * (size_t)replays, sizeof *ev);
+    double *us = (double *)mkg_bench_calloc(replays, sizeof *us);
+
+    MKG_CUDA_CHECK(cudaStreamBeginCapture(cfg->stream, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < launches; ++i)
+        mkg_bench_enqueue(cfg, p, c, i % p->nsets);
+    MKG_CUDA_CHECK(cudaStreamEndCapture(cfg->stream, &graph));
+    MKG_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+
+    for (int i = 0; i < 2 * replays; ++i)
+        MKG_CUDA_CHECK(cudaEventCreate(&ev[i]));
+    for (int i = 0; i < MKG_BENCH_WARMUPS; ++i)
+        MKG_CUDA_CHECK(cudaGraphLaunch(exec, cfg->stream));
+    for (int i = 0; i < replays; ++i) {
+        MKG_CUDA_CHECK(cudaEventRecord(ev[2 * i], cfg->stream));
+        MKG_CUDA_CHECK(cudaGraphLaunch(exec, cfg->stream));
+        MKG_CUDA_CHECK(cudaEventRecord(ev[2 * i + 1], cfg->stream));
+    }
+    MKG_CUDA_CHECK(cudaStreamSynchronize(cfg->stream));
+    for (int i = 0; i < replays; ++i) {
+        float ms = 0.0f;
+        MKG_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
+        us[i] = 1000.0 * ms;
+    }
+    const double median = mkg_bench_median(us, replays);
+
+    for (int i = 0; i < 2 * replays; ++i)
+        MKG_CUDA_CHECK(cudaEventDestroy(ev[i]));
+    MKG_CUDA_CHECK(cudaGraphExecDestroy(exec));
+    MKG_CUDA_CHECK(cudaGraphDestroy(graph));
+    free(us);
+    free(ev);
+    return median;
+}
+
+/* Microseconds per GEMM of c. A probe graph of R launches sizes L: a multiple of R
+ * (every set used equally) long enough for one replay to run >= target_replay_us,
+ * at most MKG_BENCH_MAX_LAUNCHES unless R itself is larger. */
+static double mkg_bench_time_us(const mkg_bench_cfg *cfg, const mkg_bench_problem *p, mkg_bench_cand c)
+{
+    const double probe_us = mkg_bench_replay_us(cfg, p, c, p->nsets, MKG_BENCH_PROBE_REPLAYS);
+    const int max_rounds = MKG_BENCH_MAX_LAUNCHES / p->nsets > 1 ? MKG_BENCH_MAX_LAUNCHES / p->nsets : 1;
+    int rounds = max_rounds;
+    if (probe_us > 0.0 && cfg->target_replay_us / probe_us < max_rounds)
+        rounds = (int)ceil(cfg->target_replay_us / probe_us);
+    if (rounds < 1)
+        rounds = 1;
+    const int launches = rounds * p->nsets;
+    return mkg_bench_replay_us(cfg, p, c, launches, cfg->replays) / launches;
+}
+
+// ---- correctness -------------------------------------------------------------------------
+
+/* FP64 reference of the first and the last min(M, 128) rows of C (one block when they meet). */
+typedef struct mkg_bench_ref {
+    double *r;                  /* the blocks stacked, n doubles per row */
+    int blocks;
+    int row0[2], rows[2];
+} mkg_bench_ref;
+
+static void mkg_bench_ref_create(const mkg_bench_cfg *cfg, const mkg_bench_problem *p, mkg_bench_ref *ref)
+{
+    const int edge = p->m < MKG_BENCH_REF_ROWS ? p->m : MKG_BENCH_REF_ROWS;
+    ref->blocks = p->m <= 2 * edge ? 1 : 2;
+    ref->row0[0] = 0;
+    ref->rows[0] = ref->blocks == 1 ? p->m : edge;
+    ref->row0[1] = p->m - edge;
+    ref->rows[1] = edge;
+    const size_t total = (size_t)(ref->rows[0] + (ref->blocks == 2 ? edge : 0));
+    MKG_CUDA_CHECK(cudaMalloc((void **)&ref->r, total * p->n * sizeof(double)));
+    size_t done = 0;
+    for (int b = 0; b < ref->blocks; ++b) {
+        const char *a = (const char *)p->sets[0].a + (size_t)ref->row0[b] * p->k * p->esize;
+        MKG_CUDA_CHECK(mkg_ref_gemm_gpu(a, p->sets[0].b, p->dt, ref->rows[b], p->n, p->k, p->k, p->k,
+                                        ref->r + done * p->n, p->n, cfg->stream));
+        done += (size_t)ref->rows[b];
+    }
+}
+
+/* max_abs_err / max_abs_ref of c (m x n, ldc = n) over the reference rows; INFINITY
+ * if any element is non-finite where the reference is finite (poison left, NaN, Inf). */
+static double mkg_bench_ref_error(const mkg_bench_cfg *cfg, const mkg_bench_problem *p, const mkg_bench_ref *ref,
+                                  const void *c)
+{
+    double err = 0.0, mag = 0.0;
+    long long nonfinite = 0;
+    size_t done = 0;
+    for (int b = 0; b < ref->blocks; ++b) {
+        mkg_err_stats st;
+        const char *cb = (const char *)c + (size_t)ref->row0[b] * p->n * p->esize;
+        MKG_CUDA_CHECK(mkg_error_stats_gpu(cb, p->dt, p->n, ref->r + done * p->n, p->n, ref->rows[b], p->n, &st,
+                                           cfg->stream));
+        err = fmax(err, st.max_abs_err);
+        mag = fmax(mag, st.max_abs_ref);
+        nonfinite += st.nonfinite;
+        done += (size_t)ref->rows[b];
+    }
+    if (nonfinite > 0)
+        return INFINITY;
+    return mag > 0.0 ? err / mag : err;
+}
+
+/* Runs every eligible schedule once on set 0: error against the reference, and C's
+ * bits against the first eligible schedule's (kept in a separate buffer). Then
+ * cuBLASLt's heuristic #0 against the same reference. */
+static void mkg_bench_check(const mkg_bench_cfg *cfg, const mkg_bench_problem *p, mkg_bench_row *row)
+{
+    mkg_bench_ref ref;
+    void *first = NULL;
+    int have_first = 0;
+    mkg_bench_ref_create(cfg, p, &ref);
+    MKG_CUDA_CHECK(cudaMalloc(&first, p->c_bytes));
+    row->bitexact = 1;
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        if (!row->eligible[s])
+            continue;
+        mkg_bench_run_once(cfg, p, mkg_bench_cand_of(MKG_BENCH_MKGEMM, s));
+        row->sched_err[s] = mkg_bench_ref_error(cfg, p, &ref, p->sets[0].c);
+        if (!have_first) {
+            MKG_CUDA_CHECK(cudaMemcpyAsync(first, p->sets[0].c, p->c_bytes, cudaMemcpyDeviceToDevice, cfg->stream));
+            have_first = 1;
+            continue;
+        }
+        long long differ = 0;
+        MKG_CUDA_CHECK(mkg_count_mismatch_gpu(p->sets[0].c, p->n, first, p->n, p->m, p->n, (int)p->esize, &differ,
+                                              cfg->stream));
+        row->mismatch[s] = differ != 0;
+        row->bitexact = row->bitexact && differ == 0;
+    }
+    mkg_bench_run_once(cfg, p, mkg_bench_cand_of(MKG_BENCH_CUBLAS, 0));
+    row->cublas_max_rel_err = mkg_bench_ref_error(cfg, p, &ref, p->sets[0].c);
+    MKG_CUDA_CHECK(cudaFree(first));
+    MKG_CUDA_CHECK(cudaFree(ref.r));
+}
+
+// ---- one row -----------------------------------------------------------------------------
+
+int mkg_bench_schedule_eligible(const mkg_gemm_desc *d, int s)
+{
+    const mkg_schedule_info *info = mkg_schedule_get(s);
+    /* The library must accept the schedule for this descriptor (dtype, tile K). */
+    if (!info || mkg_schedule_check(d, s) != MKG_OK)
+        return 0;
+    /* swap_ab puts the token dimension on the wgmma N side (TM = 8..64); past M = 256
+     * a non-swapped tile fills the 64-row MMA side anyway and swap only adds tiles. */
+    if (info->swap_ab && d->m > 256)
+        return 0;
+    /* Without swap_ab the M tile is the wgmma M side, which is 64 rows at least. */
+    if (info->tile_m < 64 && !info->swap_ab)
+        return 0;
+    return 1;
+}
+
+/* Times every eligible schedule (the fastest is the oracle) and every cuBLASLt candidate. */
+static void mkg_bench_time_all(const mkg_bench_cfg *cfg, const mkg_bench_problem *p, mkg_bench_row *row)
+{
+    row->oracle = -1;
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        if (!row->eligible[s])
+            continue;
+        row->sched_us[s] = mkg_bench_time_us(cfg, p, mkg_bench_cand_of(MKG_BENCH_MKGEMM, s));
+        if (row->oracle < 0 || row->sched_us[s] < row->sched_us[row->oracle])
+            row->oracle = s;
+    }
+    row->cublas_algos = p->lt.count;
+    for (int i = 0; i < p->lt.count; ++i) {
+        const double us = mkg_bench_time_us(cfg, p, mkg_bench_cand_of(MKG_BENCH_CUBLAS, i));
+        if (i == 0)
+            row->cublas_us = row->cublas_best_us = us;
+        row->cublas_best_us = fmin(row->cublas_best_us, us);
+    }
+}
+
+void mkg_bench_gemm_row(const mkg_bench_cfg *cfg, const char *shape, int m, int n, int k, mkg_dtype dt,
+                        mkg_bench_row *out)
+{
+    mkg_bench_problem p;
+    int eligible = 0;
+    memset(out, 0, sizeof *out);
+    snprintf(out->shape, sizeof out->shape, "%s", shape);
+    out->dtype = dt;
+    out->m = m;
+    out->n = n;
+    out->k = k;
+
+    mkg_bench_problem_create(cfg, &p, shape, m, n, k, dt);
+    const mkg_gemm_desc d = mkg_bench_desc(&p, &p.sets[0]);
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        out->eligible[s] = mkg_bench_schedule_eligible(&d, s);
+        eligible += out->eligible[s];
+    }
+    if (eligible == 0) {
+        fprintf(stderr, "mkg_bench: no eligible mkgemm schedule for %s M=%d N=%d K=%d %s\n", shape, m, n, k,
+                mkg_dtype_name(dt));
+        exit(1);
+    }
+
+    mkg_bench_check(cfg, &p, out);
+    mkg_bench_time_all(cfg, &p, out);
+    mkg_bench_problem_free(&p);
+
+    out->oracle_us = out->sched_us[out->oracle];
+    out->mkg_us = out->oracle_us;
+    out->max_rel_err = out->sched_err[out->oracle];
+    out->tflops = 2.0 * m * n * (double)k / (out->mkg_us * 1e6);
+}
+
+// ---- stdout report -----------------------------------------------------------------------
+
+double mkg_bench_ratio(const mkg_bench_row *r)
+{
+    return r->cublas_best_us / r->mkg_us;
+}
+
+void mkg_bench_print_row(const mkg_bench_row *r)
+{
+    printf("%-20s %s M=%-5d N=%-5d K=%-5d  %-26s mkg %10.2f us  cublas_best %10.2f us  ratio %6.3f  "
+           "err %.2e  bitexact %s\n",
+           r->shape, mkg_dtype_name(r->dtype), r->m, r->n, r->k, mkg_schedule_get(r->oracle)->name, r->mkg_us,
+           r->cublas_best_us, mkg_bench_ratio(r), r->max_rel_err, r->bitexact ? "yes" : "NO");
+    fflush(stdout);
+}
+
+void mkg_bench_print_summary(const mkg_bench_row *rows, int count, mkg_dtype dt)
+{
+    const mkg_bench_row *worst_big = NULL, *worst = NULL, *square = NULL;
+    double log_sum = 0.0;
+    int big = 0, seen = 0;
+    for (int i = 0; i < count; ++i) {
+        const mkg_bench_row *r = &rows[i];
+        if (r->dtype != dt)
+            continue;
+        ++seen;
+        if (strcmp(r->shape, "square_8192") == 0)
+            square = r;
+        if (!worst || mkg_bench_ratio(r) < mkg_bench_ratio(worst))
+            worst = r;
+        if (r->m < 512)
+            continue;
+        ++big;
+        log_sum += log(mkg_bench_ratio(r));
+        if (!worst_big || mkg_bench_ratio(r) < mkg_bench_ratio(worst_big))
+            worst_big = r;
+    }
+    if (seen == 0)
+        return;
+    printf("summary %s (ratio = cublas_best_us / mkg_us, above 1 means mkgemm is faster)\n", mkg_dtype_name(dt));
+    if (big > 0)
+        printf("  M >= 512: geomean %.3f over %d rows; min %.3f at %s M=%d\n", exp(log_sum / big), big,
+               mkg_bench_ratio(worst_big), worst_big->shape, worst_big->m);
+    else
+        printf("  M >= 512: no rows\n");
+    printf("  all rows: min %.3f at %s M=%d\n", mkg_bench_ratio(worst), worst->shape, worst->m);
+    if (square)
+        printf("  square_8192: %.3f\n", mkg_bench_ratio(square));
+    else
+        printf("  square_8192: not run\n");
+    fflush(stdout);
+}
+
+// ---- shapes file -------------------------------------------------------------------------
+
+static char *mkg_bench_trim(char *s)
+{
+    while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
+        ++s;
+    size_t len = strlen(s);
+    while (len > 0 && (s[len - 1] == ' ' || s[len - 1] == '\t' || s[len - 1] == '\r' || s[len - 1] == '\n'))
+        s[--len] = '\0';
+    return s;
+}
+
+/* A positive int filling the whole (trimmed) field. */
+static int mkg_bench_parse_positive(char *field, int *out)
+{
+    char *s = mkg_bench_trim(field), *end = NULL;
+    errno = 0;
+    const long v = strtol(s, &end, 10);
+    if (end == s || *end != '\0' || errno != 0 || v < 1 || v > INT_MAX)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* The M values: positive ints separated by spaces or tabs. */
+static int mkg_bench_parse_ms(char *field, mkg_bench_shape *s)
+{
+    char *p = mkg_bench_trim(field);
+    s->m_count = 0;
+    while (*p) {
+        char *end = NULL;
+        errno = 0;
+        const long v = strtol(p, &end, 10);
+        if (end == p || errno != 0 || v < 1 || v > INT_MAX || s->m_count == MKG_BENCH_MAX_MS)
+            return -1;
+        if (*end != '\0' && *end != ' ' && *end != '\t')
+            return -1;
+        s->m[s->m_count++] = (int)v;
+        p = end;
+        while (*p == ' ' || *p == '\t')
+            ++p;
+    }
+    return s->m_count > 0 ? 0 : -1;
+}
+
+/* `name,N,K,M values`; the line has its comment already cut off. */
+static int mkg_bench_parse_shape(char *line, mkg_bench_shape *s)
+{
+    char *field[4];
+    field[0] = line;
+    for (int i = 1; i < 4; ++i) {
+        char *comma = strchr(field[i - 1], ',');
+        if (!comma)
+            return -1;
+        *comma = '\0';
+        field[i] = comma + 1;
+    }
+    if (strchr(field[3], ','))
+        return -1;
+    const char *name = mkg_bench_trim(field[0]);
+    if (!*name || strlen(name) >= sizeof s->name)
+        return -1;
+    snprintf(s->name, sizeof s->name, "%s", name);
+    if (mkg_bench_parse_positive(field[1], &s->n) || mkg_bench_parse_positive(field[2], &s->k))
+        return -1;
+    return mkg_bench_parse_ms(field[3], s);
+}
+
+int mkg_bench_read_shapes(const char *path, mkg_bench_shape **out, int *count)
+{
+    char line[4096];
+    int n = 0, cap = 0, lineno = 0;
+    mkg_bench_shape *v = NULL;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "%s: cannot open shapes file: %s\n", path, strerror(errno));
+        return -1;
+    }
+    while (fgets(line, sizeof line, f)) {
+        ++lineno;
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        if (*mkg_bench_trim(line) == '\0')
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            mkg_bench_shape *grown = (mkg_bench_shape *)realloc(v, cap * sizeof *v);
+            if (!grown) {
+                fprintf(stderr, "%s: out of host memory\n", path);
+                exit(1);
+            }
+            v = grown;
+        }
+        if (mkg_bench_parse_shape(line, &v[n]) != 0) {
+            fprintf(stderr, "%s:%d: expected `name,N,K,M values space-separated` (positive ints, at most %d M)\n",
+                    path, lineno, MKG_BENCH_MAX_MS);
+            free(v);
+            fclose(f);
+            return -1;
+        }
+        ++n;
+    }
+    fclose(f);
+    if (n == 0) {
+        fprintf(stderr, "%s: no shapes in the file\n", path);
+        free(v);
+        return -1;
+    }
+    *out = v;
+    *count = n;
+    return 0;
+}
+
+// ---- results JSON ------------------------------------------------------------------------
+
+void mkg_bench_utc_now(char *buf, size_t size)
+{
+    const time_t now = time(NULL);
+    struct tm utc;
+    gmtime_r(&now, &utc);
+    strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &utc);
+}
+
+/* NOTE: nvidia-smi is asked for the device by PCI bus id: its index order need not be CUDA's. */
+int mkg_bench_read_clocks(const mkg_bench_cfg *cfg, int *sm_mhz, int *mem_mhz)
+{
+    char bus[32], cmd[256], line[256];
+    MKG_CUDA_CHECK(cudaDeviceGetPCIBusId(bus, (int)sizeof bus, cfg->device));
+    snprintf(cmd, sizeof cmd,
+             "nvidia-smi --id=%s --query-gpu=clocks.sm,clocks.mem --format=csv,noheader,nounits 2>/dev/null", bus);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return 0;
+    const int parsed = fgets(line, sizeof line, p) && sscanf(line, "%d , %d", sm_mhz, mem_mhz) == 2;
+    const int status = pclose(p);
+    return parsed && status == 0;
+}
+
+static void mkg_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; ++s) {
+        const unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* A number in fmt, or null when it is not finite (JSON has no NaN or Infinity). */
+static void mkg_json_number(FILE *f, const char *fmt, double v)
+{
+    if (isfinite(v))
+        fprintf(f, fmt, v);
+    else
+        fputs("null", f);
+}
+
+static void mkg_json_row(FILE *f, const mkg_bench_row *r)
+{
+    const char *oracle = mkg_schedule_get(r->oracle)->name;
+    int first = 1;
+    fputs("    {\"shape\": ", f);
+    mkg_json_string(f, r->shape);
+    fprintf(f, ", \"dtype\": \"%s\", \"M\": %d, \"N\": %d, \"K\": %d, \"mode\": \"invariant\",\n",
+            mkg_dtype_name(r->dtype), r->m, r->n, r->k);
+    fprintf(f, "     \"schedule\": \"%s\", \"mkg_us\": ", oracle);
+    mkg_json_number(f, "%.3f", r->mkg_us);
+    fprintf(f, ", \"oracle_schedule\": \"%s\", \"oracle_us\": ", oracle);
+    mkg_json_number(f, "%.3f", r->oracle_us);
+    fputs(",\n     \"cublas_us\": ", f);
+    mkg_json_number(f, "%.3f", r->cublas_us);
+    fputs(", \"cublas_best_us\": ", f);
+    mkg_json_number(f, "%.3f", r->cublas_best_us);
+    fputs(", \"max_rel_err\": ", f);
+    mkg_json_number(f, "%.6e", r->max_rel_err);
+    fputs(", \"cublas_max_rel_err\": ", f);
+    mkg_json_number(f, "%.6e", r->cublas_max_rel_err);
+    fprintf(f, ",\n     \"bitexact_all_schedules\": %s, \"mismatching_schedules\": [",
+            r->bitexact ? "true" : "false");
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        if (!r->eligible[s] || !r->mismatch[s])
+            continue;
+        fprintf(f, "%s\"%s\"", first ? "" : ", ", mkg_schedule_get(s)->name);
+        first = 0;
+    }
+    fputs("], \"tflops\": ", f);
+    mkg_json_number(f, "%.2f", r->tflops);
+    fputs(",\n     \"schedules\": {", f);
+    first = 1;
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        if (!r->eligible[s])
+            continue;
+        fprintf(f, "%s\"%s\": ", first ? "" : ", ", mkg_schedule_get(s)->name);
+        mkg_json_number(f, "%.3f", r->sched_us[s]);
+        first = 0;
+    }
+    fputs("}}", f);
+}
+
+int mkg_bench_write_json(const char *path, const mkg_bench_cfg *cfg, const mkg_bench_meta *meta,
+                         const mkg_bench_row *rows, int count)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "%s: cannot write results: %s\n", path, strerror(errno));
+        return -1;
+    }
+    fputs("{\n  \"commit\": ", f);
+    mkg_json_string(f, meta->commit);
+    fprintf(f, ",\n  \"date\": \"%s\",\n  \"gpu\": ", meta->date);
+    mkg_json_string(f, cfg->gpu);
+    fprintf(f, ",\n  \"sms\": %d,\n  \"clocks_mhz\": ", cfg->sms);
+    if (meta->clocks_valid)
+        fprintf(f, "{\"sm\": %d, \"mem\": %d}", meta->sm_mhz, meta->mem_mhz);
+    else
+        fputs("null", f);
+    fprintf(f, ",\n  \"l2_bytes\": %d,\n  \"replays\": %d,\n  \"rows\": [\n", cfg->l2_bytes, cfg->replays);
+    for (int i = 0; i < count; ++i) {
+        mkg_json_row(f, &rows[i]);
+        fputs(i + 1 < count ? ",\n" : "\n", f);
+    }
+    fputs("  ]\n}\n", f);
+    const int failed = ferror(f);
+    if (fclose(f) != 0 || failed) {
+        fprintf(stderr, "%s: error while writing results\n", path);
+        return -1;
+    }
+    return 0;
+}
