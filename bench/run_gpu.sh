@@ -4,7 +4,8 @@
 # logs and JSON into OUTDIR (at most 8 files come back from the lent machine).
 #
 #   MKG_STAGES   comma list of stages to run (default: build,sass,test,sanitize,bench)
-#   MKG_BENCH_ARGS extra arguments for mkg_bench_gemm (e.g. "--only square_8192")
+#   MKG_BENCH_ARGS extra arguments for mkg_bench_gemm (e.g. "--only square_8192"); MKG_BENCH_DTYPES ("bf16 fp16")
+#   MKG_NCU_ONLY  shape for the ncu stage (square_8192)
 #   MKG_GTEST_FILTER  gtest filter for the test stage (default: all GPU tests)
 #   MKG_CMAKE_ARGS extra cmake configure arguments; MKG_TEST_TIMEOUT seconds for the test stage (900)
 # Every stage runs under a time limit so a hang cannot eat the lease.
@@ -69,12 +70,24 @@ fi
 
 if has bench; then
   say "gemm benchmark"
-  for dt in bf16 fp16; do
+  for dt in ${MKG_BENCH_DTYPES:-bf16 fp16}; do
     timeout 900 "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" --dtype $dt \
       --out "$out/gemm_$dt.json" --commit "$commit" ${MKG_BENCH_ARGS:-} >"$out/bench_$dt.txt" 2>&1
     say "bench $dt rc=$?"; tail -8 "$out/bench_$dt.txt" | tee -a "$log"
   done
   cat "$out"/bench_*.txt >"$out/bench.txt" && rm -f "$out"/bench_*.txt
+fi
+if has ncu; then
+  say "ncu (${MKG_NCU_ONLY:-square_8192})"
+  metrics=sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,lts__t_bytes.sum.per_second,dram__bytes.sum.per_second,lts__t_sector_hit_rate.pct,gpu__time_duration.sum,launch__grid_size,sm__warps_active.avg.pct_of_peak_sustained_active
+  # mkgemm: skip the 10 correctness launches (one per eligible schedule), then schedule 0's timing launches.
+  for k in "regex:mkg_gemm_persistent:10" "regex:sm90_xmma|nvjet|cutlass:2"; do
+    timeout 300 ncu --clock-control none -k "${k%:*}" --launch-skip "${k##*:}" --launch-count 2 \
+      --metrics "$metrics" "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" \
+      --only "${MKG_NCU_ONLY:-square_8192}" --dtype bf16 --out /tmp/ncu_bench.json >>"$out/ncu.txt" 2>&1
+    say "ncu $k rc=$?"
+  done
+  grep -E "^  [a-z_0-9]+.*\(|tensor_op|lts__t|dram__bytes|duration|grid_size|warps_active" "$out/ncu.txt" | head -60 | tee -a "$log"
 fi
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv 2>&1 | tee -a "$log"
 say "done"

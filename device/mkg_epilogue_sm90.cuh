@@ -5,8 +5,17 @@
  *   d[4j+0], d[4j+1] at row 16w + l/4,     columns 8j + 2(l%4) + {0, 1}
  *   d[4j+2], d[4j+3] at row 16w + l/4 + 8, columns 8j + 2(l%4) + {0, 1}
  * MMA rows are X (A rows = M; with swap_ab, B rows = N) and MMA columns are Y.
- * Stores are bounded exactly by M and N: nothing outside the M x N block of C
- * is written, whatever the tile padding.
+ *
+ * Two paths write the same bits (each value rounded once by __float2*_rn):
+ *   staged: the warpgroup converts its tile chunk by chunk (128 bytes of C columns
+ *           x 64 rows, or x WN token rows with swap_ab) into a 128B-swizzled staging
+ *           buffer and one thread hands it to a TMA store, which clips at the M and
+ *           N the C tensor map was encoded with. Two buffers per warpgroup alternate,
+ *           so the warpgroup returns to its next tile's wgmma while the copy drains.
+ *   direct: per-element global stores bounded by the runtime M and N; used when a
+ *           warpgroup tile is narrower than one chunk, or when the runtime M is below
+ *           the encoded M (megakernel decode steps) and the tile crosses it.
+ * Either way nothing outside the M x N block of C is written.
  */
 #ifndef MKG_EPILOGUE_SM90_CUH
 #define MKG_EPILOGUE_SM90_CUH
@@ -16,6 +25,8 @@
 #include <stdint.h>
 
 #include "mkg_gemm.h"
+#include "mkg_pipeline_sm90.cuh"
+#include "mkg_ptx_sm90.cuh"
 
 template <int OT>
 static __device__ __forceinline__ void mkg_store1(void *c, long long idx, float v)
@@ -84,14 +95,137 @@ static __device__ __forceinline__ void mkg_epilogue_store_as(const mkg_gemm_para
     }
 }
 
+// ---- staged path -----------------------------------------------------------------
+
+template <int OT>
+static __device__ __forceinline__ uint32_t mkg_pack2(float v0, float v1)
+{
+    if constexpr (OT == MKG_DTYPE_BF16) {
+        __nv_bfloat162 h = __floats2bfloat162_rn(v0, v1);
+        return *(uint32_t *)&h;
+    } else {
+        __half2 h = __floats2half2_rn(v0, v1);
+        return *(uint32_t *)&h;
+    }
+}
+
+template <int OT>
+static __device__ __forceinline__ void mkg_st_shared_elem(uint32_t addr, float v)
+{
+    if constexpr (OT == MKG_DTYPE_BF16) {
+        __nv_bfloat16 h = __float2bfloat16_rn(v);
+        mkg_st_shared_b16(addr, *(uint16_t *)&h);
+    } else if constexpr (OT == MKG_DTYPE_FP16) {
+        __half h = __float2half_rn(v);
+        mkg_st_shared_b16(addr, *(uint16_t *)&h);
+    } else {
+        mkg_st_shared_b32(addr, __float_as_uint(v));
+    }
+}
+
+// Chunk geometry of the staged path for a (64, WN) warpgroup tile and output type OT.
+template <int WN, int SWAP, int OT>
+struct mkg_epi_shape {
+    static constexpr int OSZ = OT == MKG_DTYPE_FP32 ? 4 : 2;
+    static constexpr int CW = 128 / OSZ;                      // C columns per chunk (128 bytes)
+    static constexpr int ROWS = SWAP ? WN : 64;               // C rows per chunk
+    static constexpr int CHUNKS = SWAP ? 64 / CW : WN / CW;
+    static constexpr bool OK = SWAP ? true : WN % CW == 0;    // chunks tile the warpgroup exactly
+    static_assert(ROWS * 128 <= MKG_LAUNCH_EPI_BYTES / 4, "a chunk fits one staging buffer");
+};
+
+template <int WN, int SWAP, int OT>
+static __device__ __forceinline__ void mkg_epilogue_staged_as(const mkg_gemm_params *p, const float *d, int x0,
+                                                              int y0, mkg_ring *r, const mkg_smem *sm, int wg)
+{
+    typedef mkg_epi_shape<WN, SWAP, OT> E;
+    const int t = threadIdx.x & 127;
+    const int lane = t & 31;
+    const int xr = (t >> 5) * 16 + (lane >> 2);                // X row of d[4j + 2h + e] is xr + 8h
+    const int yc = 2 * (lane & 3);                            // Y column is 8j + yc + e
+    const bool issuer = t == 0;
+    const int bar = MKG_LAUNCH_BAR_EPI + wg;
+    const CUtensorMap *map = &p->c_map[mkg_box_class(E::ROWS)];
+#pragma unroll
+    for (int ch = 0; ch < E::CHUNKS; ++ch) {
+        const uint32_t buf = sm->epi + (uint32_t)(2 * wg + (r->epi & 1)) * (MKG_LAUNCH_EPI_BYTES / 4);
+        ++r->epi;
+        // The store that last read this buffer was issued two chunks ago.
+        if (issuer)
+            mkg_bulk_wait_group_read<1>();
+        mkg_bar_sync(bar, 128);
+        if constexpr (!SWAP) {
+            // chunk = 64 X rows (C rows) x CW Y columns (C columns)
+#pragma unroll
+            for (int jj = 0; jj < E::CW / 8; ++jj) {
+                const int j = ch * (E::CW / 8) + jj;
+                const int col = 8 * jj + yc;
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const uint32_t a = buf + mkg_sw128_offset(xr + 8 * h, col * E::OSZ);
+                    const float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
+                    if constexpr (OT == MKG_DTYPE_FP32)
+                        mkg_st_shared_v2_b32(a, __float_as_uint(v0), __float_as_uint(v1));
+                    else
+                        mkg_st_shared_b32(a, mkg_pack2<OT>(v0, v1));
+                }
+            }
+        } else {
+            // chunk = WN Y rows (C rows: tokens) x CW X columns (C columns: weights)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int col = xr + 8 * h - ch * E::CW;
+                if (col >= 0 && col < E::CW) {
+#pragma unroll
+                    for (int j = 0; j < WN / 8; ++j)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e)
+                            mkg_st_shared_elem<OT>(buf + mkg_sw128_offset(8 * j + yc + e, col * E::OSZ),
+                                                   d[4 * j + 2 * h + e]);
+                }
+            }
+        }
+        mkg_fence_proxy_async_shared();
+        mkg_bar_sync(bar, 128);
+        if (issuer) {
+            if constexpr (!SWAP)
+                mkg_tma_store_2d(map, buf, y0 + ch * E::CW, x0);
+            else
+                mkg_tma_store_2d(map, buf, x0 + ch * E::CW, y0);
+            mkg_bulk_commit_group();
+        }
+    }
+}
+
+// Waits until every TMA store this warpgroup issued has written global memory.
+// Call once after the last unit (shared memory must outlive the copies).
+static __device__ __forceinline__ void mkg_epilogue_drain(void)
+{
+    if ((threadIdx.x & 127) == 0)
+        mkg_bulk_wait_group<0>();
+}
+
+template <int WN, int SWAP, int OT>
+static __device__ __forceinline__ void mkg_epilogue_as(const mkg_gemm_params *p, int m, const float *d, int x0,
+                                                       int y0, mkg_ring *r, const mkg_smem *sm, int wg)
+{
+    // The C tensor map clips at the encoded M; below it, a tile crossing the runtime M goes direct.
+    const bool inside = (SWAP ? y0 + WN : x0 + 64) <= m || m == p->m;
+    if (mkg_epi_shape<WN, SWAP, OT>::OK && inside)
+        mkg_epilogue_staged_as<WN, SWAP, OT>(p, d, x0, y0, r, sm, wg);
+    else
+        mkg_epilogue_store_as<WN, SWAP, OT>(p, m, d, x0, y0);
+}
+
 template <int WN, int SWAP>
 static __device__ __forceinline__ void mkg_epilogue_store(const mkg_gemm_params *p, int m, const float *d,
-                                                          int x0, int y0)
+                                                          int x0, int y0, mkg_ring *r, const mkg_smem *sm,
+                                                          int wg)
 {
     switch (p->c_type) {
-    case MKG_DTYPE_BF16: mkg_epilogue_store_as<WN, SWAP, MKG_DTYPE_BF16>(p, m, d, x0, y0); break;
-    case MKG_DTYPE_FP16: mkg_epilogue_store_as<WN, SWAP, MKG_DTYPE_FP16>(p, m, d, x0, y0); break;
-    default:             mkg_epilogue_store_as<WN, SWAP, MKG_DTYPE_FP32>(p, m, d, x0, y0); break;
+    case MKG_DTYPE_BF16: mkg_epilogue_as<WN, SWAP, MKG_DTYPE_BF16>(p, m, d, x0, y0, r, sm, wg); break;
+    case MKG_DTYPE_FP16: mkg_epilogue_as<WN, SWAP, MKG_DTYPE_FP16>(p, m, d, x0, y0, r, sm, wg); break;
+    default:             mkg_epilogue_as<WN, SWAP, MKG_DTYPE_FP32>(p, m, d, x0, y0, r, sm, wg); break;
     }
 }
 

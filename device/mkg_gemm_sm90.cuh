@@ -16,7 +16,9 @@
  *   } else {                                           // consumer warpgroups 0, 1
  *       mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
  *       for (each unit u) mkg_gemm_consume_unit<...>(p, m, u, ..., &ring, &sm, threadIdx.x / 128 - 1);
+ *       mkg_epilogue_drain();                          // TMA stores done before smem goes away
  *   }
+ * Named barriers MKG_LAUNCH_BAR_EPI and MKG_LAUNCH_BAR_EPI + 1 belong to the consumers.
  */
 #ifndef MKG_GEMM_SM90_CUH
 #define MKG_GEMM_SM90_CUH
@@ -68,6 +70,7 @@ mkg_gemm_persistent_sm90(const mkg_gemm_params *__restrict__ p, int raster, int 
         const int wg = threadIdx.x / 128 - 1;
         for (int u = blockIdx.x; u < units; u += gridDim.x)
             mkg_gemm_consume_unit<DT, TM, TN, TK, ST, SWAP>(p, m, u, raster, group, &ring, &sm, wg);
+        mkg_epilogue_drain();
     }
 }
 

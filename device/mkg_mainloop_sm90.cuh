@@ -127,7 +127,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_unit(const mkg_gemm_para
 
     const int x0 = (SWAP ? t.n * TN : t.m * TM) + (int)x_row;
     const int y0 = (SWAP ? t.m * TM : t.n * TN) + (int)y_row;
-    mkg_epilogue_store<WN, SWAP>(p, m, d, x0, y0);
+    mkg_epilogue_store<WN, SWAP>(p, m, d, x0, y0, r, sm, wg);
 }
 
 #endif /* MKG_MAINLOOP_SM90_CUH */

@@ -1,7 +1,7 @@
 /* mkg_pipeline_sm90.cuh - the shared-memory operand ring and its state.
  *
  * Launch-wide layout of dynamic shared memory (MKG_LAUNCH_SMEM_BYTES):
- *   [full barriers x MAX_STAGES][empty barriers x MAX_STAGES] ... pad ... [ring, 1024-aligned]
+ *   [full barriers x MAX_STAGES][empty barriers x MAX_STAGES] ... pad ... [ring, 1024-aligned][epilogue staging]
  * A schedule with ST stages of S bytes uses ring slots 0..ST-1 at slot * S.
  * full[s]  : one producer arrive + TMA transaction bytes; consumers wait on it.
  * empty[s] : one arrive per consumer warpgroup once its wgmma reading s is done.
@@ -24,12 +24,14 @@ typedef struct mkg_smem {
     uint32_t full;      /* shared address of full[0]; full[s] = full + 8 s */
     uint32_t empty;     /* shared address of empty[0] */
     uint32_t ring;      /* shared address of slot 0, 1024-byte aligned */
+    uint32_t epi;       /* epilogue staging: consumer w, buffer b at epi + (2 w + b) * 8 KB */
 } mkg_smem;
 
 typedef struct mkg_ring {
     uint32_t slot;      /* next slot to fill (producer) or consume (consumer) */
     uint32_t parity;    /* bit s: number of completed uses of slot s, mod 2 */
     int layout;         /* ring layout key of the last unit (-1: none yet) */
+    uint32_t epi;       /* consumer: epilogue chunks stored so far (picks the staging buffer) */
 } mkg_ring;
 
 static __device__ __forceinline__ mkg_ring mkg_ring_start(void)
@@ -38,6 +40,7 @@ static __device__ __forceinline__ mkg_ring mkg_ring_start(void)
     r.slot = 0;
     r.parity = 0;
     r.layout = -1;
+    r.epi = 0;
     return r;
 }
 
@@ -49,6 +52,7 @@ static __device__ __forceinline__ mkg_smem mkg_smem_carve(void *dyn)
     sm.full = (base + 7u) & ~7u;
     sm.empty = sm.full + 8u * MKG_LAUNCH_MAX_STAGES;
     sm.ring = (sm.empty + 8u * MKG_LAUNCH_MAX_STAGES + 1023u) & ~1023u;
+    sm.epi = sm.ring + MKG_LAUNCH_RING_BYTES;
     return sm;
 }
 

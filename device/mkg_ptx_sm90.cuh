@@ -74,6 +74,33 @@ static __device__ __forceinline__ void mkg_tma_load_2d(uint32_t dst, const CUten
                  ::"r"(dst), "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
 
+// 2-D tile store of shared memory at src into the box at {c0, c1}; elements
+// outside the tensor are not written. Completes as part of a bulk async-group.
+static __device__ __forceinline__ void mkg_tma_store_2d(const CUtensorMap *map, uint32_t src, int c0, int c1)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 ::"l"((uint64_t)map), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+
+static __device__ __forceinline__ void mkg_bulk_commit_group(void)
+{
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+
+// Waits until at most N of this thread's bulk groups still read shared memory.
+template <int N>
+static __device__ __forceinline__ void mkg_bulk_wait_group_read(void)
+{
+    asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+
+// Waits until at most N of this thread's bulk groups are incomplete (writes visible).
+template <int N>
+static __device__ __forceinline__ void mkg_bulk_wait_group(void)
+{
+    asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
+}
+
 static __device__ __forceinline__ void mkg_prefetch_tensormap(const CUtensorMap *map)
 {
     asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)map) : "memory");
@@ -104,6 +131,30 @@ static __device__ __forceinline__ void mkg_wgmma_wait_group(void)
 static __device__ __forceinline__ void mkg_fence_operand(float &r)
 {
     asm volatile("" : "+f"(r)::"memory");
+}
+
+// ---- shared-memory stores by address ----------------------------------------------
+
+static __device__ __forceinline__ void mkg_st_shared_b16(uint32_t addr, uint16_t v)
+{
+    asm volatile("st.shared.b16 [%0], %1;" ::"r"(addr), "h"(v) : "memory");
+}
+
+static __device__ __forceinline__ void mkg_st_shared_b32(uint32_t addr, uint32_t v)
+{
+    asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
+
+static __device__ __forceinline__ void mkg_st_shared_v2_b32(uint32_t addr, uint32_t v0, uint32_t v1)
+{
+    asm volatile("st.shared.v2.b32 [%0], {%1, %2};" ::"r"(addr), "r"(v0), "r"(v1) : "memory");
+}
+
+// Byte offset of (row, byte) in a [rows][128 B] buffer with the 128-byte TMA
+// swizzle: the 16-byte chunk index is XORed with row % 8 (buffer 1024-aligned).
+static __device__ __forceinline__ uint32_t mkg_sw128_offset(int row, int byte)
+{
+    return (uint32_t)(row * 128 + ((((byte >> 4) ^ (row & 7)) << 4) | (byte & 15)));
 }
 
 // ---- registers, fences, barriers --------------------------------------------------

@@ -3,7 +3,8 @@
  * cuTensorMapEncodeTiled comes from the driver through the runtime's entry-point
  * query, so nothing links against libcuda at build time. Each operand (rows x K,
  * K contiguous) gets one map per box height in MKG_BOX_CLASSES: box {64, rows},
- * 128-byte swizzle, out-of-bounds elements read as zero.
+ * 128-byte swizzle, out-of-bounds elements read as zero. C (M x N) gets one map
+ * per epilogue box height (8..64 rows of 128 bytes); TMA stores clip at M and N.
  */
 #include <string.h>
 
@@ -30,15 +31,23 @@ static mkg_status mkg_get_encoder(mkg_encode_tiled_fn *out)
     return MKG_OK;
 }
 
-static mkg_status mkg_encode_operand(mkg_encode_tiled_fn enc, CUtensorMap *map, const void *ptr, mkg_dtype t,
-                                     int rows, int k, long long ld, int box_rows)
+static CUtensorMapDataType mkg_tma_dtype(mkg_dtype t)
 {
-    const cuuint64_t dims[2] = {(cuuint64_t)k, (cuuint64_t)rows};
+    return t == MKG_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+         : t == MKG_DTYPE_FP16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                               : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+}
+
+/* A rows x cols matrix (cols contiguous, row stride ld elements) with a box of
+ * 128 bytes of columns by box_rows rows, 128-byte swizzled. */
+static mkg_status mkg_encode_operand(mkg_encode_tiled_fn enc, CUtensorMap *map, const void *ptr, mkg_dtype t,
+                                     int rows, int cols, long long ld, int box_rows)
+{
+    const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
     const cuuint64_t strides[1] = {(cuuint64_t)ld * (cuuint64_t)mkg_dtype_size(t)};
-    const cuuint32_t box[2] = {64, (cuuint32_t)box_rows};
+    const cuuint32_t box[2] = {(cuuint32_t)(128 / mkg_dtype_size(t)), (cuuint32_t)box_rows};
     const cuuint32_t elem_strides[2] = {1, 1};
-    const CUtensorMapDataType dt =
-        t == MKG_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    const CUtensorMapDataType dt = mkg_tma_dtype(t);
     CUresult r = enc(map, dt, 2, (void *)ptr, dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
@@ -62,6 +71,11 @@ mkg_status mkg_gemm_encode_params(const mkg_gemm_desc *d, mkg_gemm_params *out)
         if (st != MKG_OK)
             return st;
         st = mkg_encode_operand(enc, &out->b_map[c], d->b, d->b_type, d->n, d->k, d->ldb, mkg_box_rows(c));
+        if (st != MKG_OK)
+            return st;
+    }
+    for (int c = 0; c < MKG_C_BOX_CLASSES; ++c) {
+        st = mkg_encode_operand(enc, &out->c_map[c], d->c, d->c_type, d->m, d->n, d->ldc, mkg_box_rows(c));
         if (st != MKG_OK)
             return st;
     }

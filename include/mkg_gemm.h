@@ -47,10 +47,14 @@ typedef struct mkg_gemm_desc {
     mkg_epilogue epilogue;
 } mkg_gemm_desc;
 
+/* TMA store boxes of C: {128 bytes of columns, rows} for rows 8, 16, 32, 64 (box classes 0..3). */
+#define MKG_C_BOX_CLASSES 4
+
 /** What device code reads for one GEMM. Lives in device memory, 64-byte aligned. */
 typedef struct mkg_gemm_params {
     CUtensorMap a_map[MKG_BOX_CLASSES];     /* box {64 k, rows} of A, 128B swizzle */
     CUtensorMap b_map[MKG_BOX_CLASSES];     /* box {64 k, rows} of B, 128B swizzle */
+    CUtensorMap c_map[MKG_C_BOX_CLASSES];   /* box {128 B / elem, rows} of C, 128B swizzle */
     void *c;
     long long ldc;
     int m, n, k;

@@ -30,12 +30,12 @@ extern "C" {
     X(m128n256k64_s4_rm_g8,    128, 256, 64, 4, MKG_RASTER_M,  8,    0)        \
     X(m128n256k64_s4_rn_g8,    128, 256, 64, 4, MKG_RASTER_N,  8,    0)        \
     X(m128n256k64_s3_rm_g16,   128, 256, 64, 3, MKG_RASTER_M, 16,    0)        \
-    X(m128n192k64_s5_rm_g8,    128, 192, 64, 5, MKG_RASTER_M,  8,    0)        \
+    X(m128n192k64_s4_rm_g8,    128, 192, 64, 4, MKG_RASTER_M,  8,    0)        \
     X(m128n128k64_s6_rm_g8,    128, 128, 64, 6, MKG_RASTER_M,  8,    0)        \
     X(m128n128k64_s6_rn_g8,    128, 128, 64, 6, MKG_RASTER_N,  8,    0)        \
     X(m128n64k64_s6_rn_g8,     128,  64, 64, 6, MKG_RASTER_N,  8,    0)        \
-    X(m64n256k64_s5_rm_g8,      64, 256, 64, 5, MKG_RASTER_M,  8,    0)        \
-    X(m64n128k64_s6_rn_g8,      64, 128, 64, 6, MKG_RASTER_N,  8,    0)        \
+    X(m64n256k64_s4_rm_g8,      64, 256, 64, 4, MKG_RASTER_M,  8,    0)        \
+    X(m64n128k64_s5_rn_g8,      64, 128, 64, 5, MKG_RASTER_N,  8,    0)        \
     X(m64n64k64_s6_rn_g8,       64,  64, 64, 6, MKG_RASTER_N,  8,    0)        \
     X(m8n128k64_s8_swap_rn_g8,   8, 128, 64, 8, MKG_RASTER_N,  8,    1)        \
     X(m16n128k64_s8_swap_rn_g8, 16, 128, 64, 8, MKG_RASTER_N,  8,    1)        \
@@ -55,8 +55,10 @@ typedef enum mkg_schedule {
 #define MKG_LAUNCH_PRODUCER_REGS 40         /* setmaxnreg.dec for the producer warpgroup */
 #define MKG_LAUNCH_CONSUMER_REGS 232        /* setmaxnreg.inc for consumer warpgroups */
 #define MKG_LAUNCH_MAX_STAGES    8          /* mbarrier pairs reserved in shared memory */
-#define MKG_LAUNCH_RING_BYTES    (216 * 1024) /* operand ring: STAGES * (TM + TN) * 128 bytes */
-#define MKG_LAUNCH_SMEM_BYTES    (MKG_LAUNCH_RING_BYTES + 1024 + 2 * MKG_LAUNCH_MAX_STAGES * 8)
+#define MKG_LAUNCH_RING_BYTES    (192 * 1024) /* operand ring: STAGES * (TM + TN) * 128 bytes */
+#define MKG_LAUNCH_EPI_BYTES     (32 * 1024)  /* epilogue staging: 2 consumers x 2 buffers x 8 KB */
+#define MKG_LAUNCH_BAR_EPI       1          /* named barriers 1, 2: one per consumer warpgroup */
+#define MKG_LAUNCH_SMEM_BYTES    (MKG_LAUNCH_RING_BYTES + MKG_LAUNCH_EPI_BYTES + 1024 + 2 * MKG_LAUNCH_MAX_STAGES * 8)
 #define MKG_LAUNCH_CLUSTER       1          /* CTAs per cluster */
 
 /* Host-side metadata of one row. */
