@@ -14,7 +14,8 @@
  *           so the warpgroup returns to its next tile's wgmma while the copy drains.
  *   direct: per-element global stores bounded by the runtime M and N; used when a
  *           warpgroup tile is narrower than one chunk, or when the runtime M is below
- *           the encoded M (megakernel decode steps) and the tile crosses it.
+ *           the encoded M (megakernel decode steps) and the tile crosses it, or when the
+ *           tile reaches into a partial 16-byte unit at a ragged N edge.
  * Either way nothing outside the M x N block of C is written.
  */
 #ifndef MKG_EPILOGUE_SM90_CUH
@@ -210,8 +211,13 @@ static __device__ __forceinline__ void mkg_epilogue_as(const mkg_gemm_params *p,
                                                        int y0, mkg_ring *r, const mkg_smem *sm, int wg)
 {
     // The C tensor map clips at the encoded M; below it, a tile crossing the runtime M goes direct.
-    const bool inside = (SWAP ? y0 + WN : x0 + 64) <= m || m == p->m;
-    if (mkg_epi_shape<WN, SWAP, OT>::OK && inside)
+    const bool rows_ok = (SWAP ? y0 + WN : x0 + 64) <= m || m == p->m;
+    // NOTE: at the N edge a TMA store writes whole 16-byte units (seen on the H200: N = 1 bf16
+    // rewrote columns 1..7), so a tile reaching into a partial 16-byte unit of a row goes direct.
+    constexpr int UNIT = 16 / mkg_epi_shape<WN, SWAP, OT>::OSZ;
+    const int n = p->n;
+    const bool cols_ok = n % UNIT == 0 || (SWAP ? x0 + 64 : y0 + WN) <= n - n % UNIT;
+    if (mkg_epi_shape<WN, SWAP, OT>::OK && rows_ok && cols_ok)
         mkg_epilogue_staged_as<WN, SWAP, OT>(p, d, x0, y0, r, sm, wg);
     else
         mkg_epilogue_store_as<WN, SWAP, OT>(p, m, d, x0, y0);
