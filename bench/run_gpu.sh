@@ -16,7 +16,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build="$root/build-gpu"
 stages=",${MKG_STAGES:-build,sass,test,sanitize,bench},"
 log="$out/log.txt"
-commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+commit=${MKG_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
 if [ -n "$(git -C "$root" status --porcelain 2>/dev/null)" ]; then commit="$commit-dirty"; fi
 export MKG_COMMIT="$commit"
 say() { echo "== $*" | tee -a "$log"; }
