@@ -300,30 +300,42 @@ static double mkg_bench_median(double *v, int count)
     return count % 2 ? v[count / 2] : 0.5 * (v[count / 2 - 1] + v[count / 2]);
 }
 
-/* Captures `launches` launches of c cycling through the sets, replays the graph
- * MKG_BENCH_WARMUPS times, then `replays` times each between its own event pair;
- * returns the median microseconds of one replay. */
-static double mkg_bench_replay_us(const mkg_bench_cfg *cfg, const mkg_bench_problem *p, mkg_bench_cand c,
-                                  int launches, int replays)
-{
+/* One candidate's captured graph: `launches` launches cycling through the sets. */
+typedef struct mkg_bench_graph {
     cudaGraph_t graph;
     cudaGraphExec_t exec;
-    cudaEvent_t *ev = (cudaEvent_t *)mkg_bench_calloc(2 * (size_t)replays, sizeof *ev);
-    double *us = (double *)mkg_bench_calloc(replays, sizeof *us);
+    int launches;
+} mkg_bench_graph;
 
+static void mkg_bench_graph_create(const mkg_bench_cfg *cfg, const mkg_bench_problem *p, mkg_bench_cand c,
+                                   int launches, mkg_bench_graph *g)
+{
+    g->launches = launches;
     MKG_CUDA_CHECK(cudaStreamBeginCapture(cfg->stream, cudaStreamCaptureModeThreadLocal));
     for (int i = 0; i < launches; ++i)
         mkg_bench_enqueue(cfg, p, c, i % p->nsets);
-    MKG_CUDA_CHECK(cudaStreamEndCapture(cfg->stream, &graph));
-    MKG_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    MKG_CUDA_CHECK(cudaStreamEndCapture(cfg->stream, &g->graph));
+    MKG_CUDA_CHECK(cudaGraphInstantiate(&g->exec, g->graph, 0));
+}
 
+static void mkg_bench_graph_destroy(mkg_bench_graph *g)
+{
+    MKG_CUDA_CHECK(cudaGraphExecDestroy(g->exec));
+    MKG_CUDA_CHECK(cudaGraphDestroy(g->graph));
+}
+
+/* Median microseconds of one replay of g over `replays` timed replays (after warm-up). */
+static double mkg_bench_graph_median_us(const mkg_bench_cfg *cfg, const mkg_bench_graph *g, int replays)
+{
+    cudaEvent_t *ev = (cudaEvent_t *)mkg_bench_calloc(2 * (size_t)replays, sizeof *ev);
+    double *us = (double *)mkg_bench_calloc(replays, sizeof *us);
     for (int i = 0; i < 2 * replays; ++i)
         MKG_CUDA_CHECK(cudaEventCreate(&ev[i]));
     for (int i = 0; i < MKG_BENCH_WARMUPS; ++i)
-        MKG_CUDA_CHECK(cudaGraphLaunch(exec, cfg->stream));
+        MKG_CUDA_CHECK(cudaGraphLaunch(g->exec, cfg->stream));
     for (int i = 0; i < replays; ++i) {
         MKG_CUDA_CHECK(cudaEventRecord(ev[2 * i], cfg->stream));
-        MKG_CUDA_CHECK(cudaGraphLaunch(exec, cfg->stream));
+        MKG_CUDA_CHECK(cudaGraphLaunch(g->exec, cfg->stream));
         MKG_CUDA_CHECK(cudaEventRecord(ev[2 * i + 1], cfg->stream));
     }
     MKG_CUDA_CHECK(cudaStreamSynchronize(cfg->stream));
@@ -333,30 +345,73 @@ static double mkg_bench_replay_us(const mkg_bench_cfg *cfg, const mkg_bench_prob
         us[i] = 1000.0 * ms;
     }
     const double median = mkg_bench_median(us, replays);
-
     for (int i = 0; i < 2 * replays; ++i)
         MKG_CUDA_CHECK(cudaEventDestroy(ev[i]));
-    MKG_CUDA_CHECK(cudaGraphExecDestroy(exec));
-    MKG_CUDA_CHECK(cudaGraphDestroy(graph));
     free(us);
     free(ev);
     return median;
 }
 
-/* Microseconds per GEMM of c. A probe graph of R launches sizes L: a multiple of R
- * (every set used equally) long enough for one replay to run >= target_replay_us,
- * at most MKG_BENCH_MAX_LAUNCHES unless R itself is larger. */
-static double mkg_bench_time_us(const mkg_bench_cfg *cfg, const mkg_bench_problem *p, mkg_bench_cand c)
+/* Launches per graph for c: a multiple of R (every set used equally) long enough for
+ * one replay to run >= target_replay_us, from a probe graph of R launches; at most
+ * MKG_BENCH_MAX_LAUNCHES unless R itself is larger. */
+static int mkg_bench_launches_for(const mkg_bench_cfg *cfg, const mkg_bench_problem *p, mkg_bench_cand c)
 {
-    const double probe_us = mkg_bench_replay_us(cfg, p, c, p->nsets, MKG_BENCH_PROBE_REPLAYS);
+    mkg_bench_graph probe;
+    mkg_bench_graph_create(cfg, p, c, p->nsets, &probe);
+    const double probe_us = mkg_bench_graph_median_us(cfg, &probe, MKG_BENCH_PROBE_REPLAYS);
+    mkg_bench_graph_destroy(&probe);
     const int max_rounds = MKG_BENCH_MAX_LAUNCHES / p->nsets > 1 ? MKG_BENCH_MAX_LAUNCHES / p->nsets : 1;
     int rounds = max_rounds;
     if (probe_us > 0.0 && cfg->target_replay_us / probe_us < max_rounds)
         rounds = (int)ceil(cfg->target_replay_us / probe_us);
     if (rounds < 1)
         rounds = 1;
-    const int launches = rounds * p->nsets;
-    return mkg_bench_replay_us(cfg, p, c, launches, cfg->replays) / launches;
+    return rounds * p->nsets;
+}
+
+/* Microseconds per GEMM of every candidate. NOTE: candidates are timed in interleaved
+ * rounds (each round replays every candidate's graph once, in turn) so that the chip's
+ * clock and temperature drift during the measurement falls on all of them alike; timed
+ * one after another, the first candidate ran on a cool chip at higher clocks (seen on the
+ * H200: up to 16% between two schedules that differ only in raster order). */
+static void mkg_bench_time_interleaved(const mkg_bench_cfg *cfg, const mkg_bench_problem *p,
+                                       const mkg_bench_cand *cands, int count, double *us_out)
+{
+    mkg_bench_graph *g = (mkg_bench_graph *)mkg_bench_calloc((size_t)count, sizeof *g);
+    const int replays = cfg->replays;
+    cudaEvent_t *ev = (cudaEvent_t *)mkg_bench_calloc(2 * (size_t)replays * count, sizeof *ev);
+    double *us = (double *)mkg_bench_calloc((size_t)replays, sizeof *us);
+    for (int c = 0; c < count; ++c)
+        mkg_bench_graph_create(cfg, p, cands[c], mkg_bench_launches_for(cfg, p, cands[c]), &g[c]);
+    for (int i = 0; i < 2 * replays * count; ++i)
+        MKG_CUDA_CHECK(cudaEventCreate(&ev[i]));
+    for (int w = 0; w < MKG_BENCH_WARMUPS; ++w)
+        for (int c = 0; c < count; ++c)
+            MKG_CUDA_CHECK(cudaGraphLaunch(g[c].exec, cfg->stream));
+    for (int i = 0; i < replays; ++i)
+        for (int c = 0; c < count; ++c) {
+            cudaEvent_t *e = &ev[2 * ((size_t)i * count + c)];
+            MKG_CUDA_CHECK(cudaEventRecord(e[0], cfg->stream));
+            MKG_CUDA_CHECK(cudaGraphLaunch(g[c].exec, cfg->stream));
+            MKG_CUDA_CHECK(cudaEventRecord(e[1], cfg->stream));
+        }
+    MKG_CUDA_CHECK(cudaStreamSynchronize(cfg->stream));
+    for (int c = 0; c < count; ++c) {
+        for (int i = 0; i < replays; ++i) {
+            float ms = 0.0f;
+            const cudaEvent_t *e = &ev[2 * ((size_t)i * count + c)];
+            MKG_CUDA_CHECK(cudaEventElapsedTime(&ms, e[0], e[1]));
+            us[i] = 1000.0 * ms;
+        }
+        us_out[c] = mkg_bench_median(us, replays) / g[c].launches;
+        mkg_bench_graph_destroy(&g[c]);
+    }
+    for (int i = 0; i < 2 * replays * count; ++i)
+        MKG_CUDA_CHECK(cudaEventDestroy(ev[i]));
+    free(us);
+    free(ev);
+    free(g);
 }
 
 // ---- correctness -------------------------------------------------------------------------
@@ -461,23 +516,33 @@ int mkg_bench_schedule_eligible(const mkg_gemm_desc *d, int s)
     return 1;
 }
 
-/* Times every eligible schedule (the fastest is the oracle) and every cuBLASLt candidate. */
+/* Times every eligible schedule (the fastest is the oracle) and every cuBLASLt candidate,
+ * all in the same interleaved rounds. */
 static void mkg_bench_time_all(const mkg_bench_cfg *cfg, const mkg_bench_problem *p, mkg_bench_row *row)
 {
+    mkg_bench_cand cands[MKG_SCHED_COUNT + MKG_BENCH_LT_ALGOS];
+    double us[MKG_SCHED_COUNT + MKG_BENCH_LT_ALGOS];
+    int count = 0;
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s)
+        if (row->eligible[s])
+            cands[count++] = mkg_bench_cand_of(MKG_BENCH_MKGEMM, s);
+    const int first_lt = count;
+    for (int i = 0; i < p->lt.count; ++i)
+        cands[count++] = mkg_bench_cand_of(MKG_BENCH_CUBLAS, i);
+    mkg_bench_time_interleaved(cfg, p, cands, count, us);
+
     row->oracle = -1;
-    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
-        if (!row->eligible[s])
-            continue;
-        row->sched_us[s] = mkg_bench_time_us(cfg, p, mkg_bench_cand_of(MKG_BENCH_MKGEMM, s));
-        if (row->oracle < 0 || row->sched_us[s] < row->sched_us[row->oracle])
+    for (int c = 0; c < first_lt; ++c) {
+        const int s = cands[c].id;
+        row->sched_us[s] = us[c];
+        if (row->oracle < 0 || us[c] < row->sched_us[row->oracle])
             row->oracle = s;
     }
     row->cublas_algos = p->lt.count;
-    for (int i = 0; i < p->lt.count; ++i) {
-        const double us = mkg_bench_time_us(cfg, p, mkg_bench_cand_of(MKG_BENCH_CUBLAS, i));
-        if (i == 0)
-            row->cublas_us = row->cublas_best_us = us;
-        row->cublas_best_us = fmin(row->cublas_best_us, us);
+    for (int c = first_lt; c < count; ++c) {
+        if (c == first_lt)
+            row->cublas_us = row->cublas_best_us = us[c];
+        row->cublas_best_us = fmin(row->cublas_best_us, us[c]);
     }
 }
 
