@@ -53,6 +53,7 @@ typedef struct mkg_bench_row {
     char shape[MKG_BENCH_NAME_MAX];
     mkg_dtype dtype;            /* input and output dtype */
     int m, n, k;
+    int kc;                     /* the layer's canonical K chunk (mkg_plan_kc) */
     int oracle;                 /* fastest eligible schedule */
     double mkg_us;              /* the dispatched schedule; the oracle until dispatch exists */
     double oracle_us;

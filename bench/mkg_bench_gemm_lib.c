@@ -104,6 +104,7 @@ typedef struct mkg_bench_lt_plan {
 
 typedef struct mkg_bench_problem {
     int m, n, k;
+    int kc;                             /* the layer's canonical K chunk (invariant mode) */
     mkg_dtype dt;
     size_t esize;
     size_t a_bytes, b_bytes, c_bytes;
@@ -150,6 +151,7 @@ static mkg_gemm_desc mkg_bench_desc(const mkg_bench_problem *p, const mkg_bench_
     d.ldb = p->k;
     d.ldc = p->n;
     d.epilogue = MKG_EPI_STORE;
+    d.kc = p->kc;
     return d;
 }
 
@@ -221,6 +223,8 @@ static void mkg_bench_problem_create(const mkg_bench_cfg *cfg, mkg_bench_problem
     p->m = m;
     p->n = n;
     p->k = k;
+    /* Invariant mode: the planner's chunk for this layer, from N and K alone. */
+    p->kc = mkg_plan_kc(n, k, cfg->sms);
     p->dt = dt;
     p->esize = mkg_dtype_size(dt);
     p->a_bytes = (size_t)m * k * p->esize;
@@ -559,6 +563,7 @@ void mkg_bench_gemm_row(const mkg_bench_cfg *cfg, const char *shape, int m, int 
     out->k = k;
 
     mkg_bench_problem_create(cfg, &p, shape, m, n, k, dt);
+    out->kc = p.kc;
     const mkg_gemm_desc d = mkg_bench_desc(&p, &p.sets[0]);
     for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
         out->eligible[s] = mkg_bench_schedule_eligible(&d, s);
@@ -802,8 +807,8 @@ static void mkg_json_row(FILE *f, const mkg_bench_row *r)
     int first = 1;
     fputs("    {\"shape\": ", f);
     mkg_json_string(f, r->shape);
-    fprintf(f, ", \"dtype\": \"%s\", \"M\": %d, \"N\": %d, \"K\": %d, \"mode\": \"invariant\",\n",
-            mkg_dtype_name(r->dtype), r->m, r->n, r->k);
+    fprintf(f, ", \"dtype\": \"%s\", \"M\": %d, \"N\": %d, \"K\": %d, \"kc\": %d, \"mode\": \"invariant\",\n",
+            mkg_dtype_name(r->dtype), r->m, r->n, r->k, r->kc);
     fprintf(f, "     \"schedule\": \"%s\", \"mkg_us\": ", oracle);
     mkg_json_number(f, "%.3f", r->mkg_us);
     fprintf(f, ", \"oracle_schedule\": \"%s\", \"oracle_us\": ", oracle);

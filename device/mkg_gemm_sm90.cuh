@@ -12,10 +12,10 @@
  *   mkg_ring ring = mkg_ring_start();
  *   if (threadIdx.x < 128) {                           // producer warpgroup
  *       mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
- *       if (threadIdx.x == 0) for (each unit u) mkg_gemm_produce_unit<...>(p, m, u, ..., &ring, &sm);
+ *       if (threadIdx.x == 0) for (each unit u) mkg_gemm_produce_unit<...>(p, m, u, ..., split, &ring, &sm);
  *   } else {                                           // consumer warpgroups 0, 1
  *       mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
- *       for (each unit u) mkg_gemm_consume_unit<...>(p, m, u, ..., &ring, &sm, threadIdx.x / 128 - 1);
+ *       for (each unit u) mkg_gemm_consume_unit<...>(p, m, u, ..., split, &ring, &sm, threadIdx.x / 128 - 1);
  *       mkg_epilogue_drain();                          // TMA stores done before smem goes away
  *   }
  * Named barriers MKG_LAUNCH_BAR_EPI and MKG_LAUNCH_BAR_EPI + 1 belong to the consumers.
@@ -36,16 +36,17 @@ static_assert(MKG_LAUNCH_SMEM_BYTES <= 227 * 1024, "shared memory budget exceeds
 static_assert(MKG_LAUNCH_CLUSTER == 1, "the mainloop issues CTA-local TMA only");
 
 // Every schedule row compiles against the launch shape (mkg_shape's asserts).
-#define MKG_X_CHECK(name, tm, tn, tk, st, raster, group, swap) \
+#define MKG_X_CHECK(name, tm, tn, tk, st, raster, group, swap, split) \
     static_assert(sizeof(mkg_shape<tm, tn, tk, st, swap>) > 0, #name);
 MKG_SCHEDULE_LIST(MKG_X_CHECK)
 #undef MKG_X_CHECK
 
 // The shipped persistent kernel: one CTA per SM (or fewer), units handed out
-// round-robin in unit order.
+// round-robin in unit order. raster, group and split are the schedule row's
+// index-only choices.
 template <int DT, int TM, int TN, int TK, int ST, int SWAP>
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
-mkg_gemm_persistent_sm90(const mkg_gemm_params *__restrict__ p, int raster, int group)
+mkg_gemm_persistent_sm90(const mkg_gemm_params *__restrict__ p, int raster, int group, int split)
 {
     extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
     const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
@@ -57,19 +58,19 @@ mkg_gemm_persistent_sm90(const mkg_gemm_params *__restrict__ p, int raster, int 
     __syncthreads();
 
     const int m = p->m;
-    const int units = mkg_unit_count<TM, TN>(m, p->n);
+    const int units = mkg_unit_count<TM, TN>(p, m, split);
     mkg_ring ring = mkg_ring_start();
     if (threadIdx.x < 128) {
         mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
         if (threadIdx.x == 0) {
             for (int u = blockIdx.x; u < units; u += gridDim.x)
-                mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP>(p, m, u, raster, group, &ring, &sm);
+                mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP>(p, m, u, raster, group, split, &ring, &sm);
         }
     } else {
         mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
         const int wg = threadIdx.x / 128 - 1;
         for (int u = blockIdx.x; u < units; u += gridDim.x)
-            mkg_gemm_consume_unit<DT, TM, TN, TK, ST, SWAP>(p, m, u, raster, group, &ring, &sm, wg);
+            mkg_gemm_consume_unit<DT, TM, TN, TK, ST, SWAP>(p, m, u, raster, group, split, &ring, &sm, wg);
         mkg_epilogue_drain();
     }
 }

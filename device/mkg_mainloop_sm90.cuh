@@ -1,16 +1,23 @@
 /* mkg_mainloop_sm90.cuh - one work unit of a schedule: the producer's TMA loads
- * and the consumers' wgmma mainloop plus epilogue.
+ * and the consumers' wgmma mainloop, chunk combine and epilogue.
  *
- * A unit is one TM x TN tile of C over all of K. The producer thread streams
- * ceil(K / TK) stages of A (TM x TK) and B (TN x TK) into the ring; each stage
- * is one TMA box per operand, 128-byte swizzled, landing on full[slot].
+ * A unit is one TM x TN tile of C over a contiguous range of the layer's canonical
+ * K chunks (all of them unless the schedule splits K). The producer thread streams
+ * the range's K tiles of A (TM x TK) and B (TN x TK) into the ring; each stage is
+ * one TMA box per operand, 128-byte swizzled, landing on full[slot].
  * The two consumer warpgroups split the MMA tile:
  *   X = the operand on the 64-row MMA side (A, or B when SWAP), P rows
  *   Y = the operand on the wgmma N side    (B, or A when SWAP), Q rows
  *   P == 128: warpgroup w takes X rows 64w .. 64w+63, all Q columns
  *   P == 64 : both take the 64 X rows, warpgroup w takes Y rows w Q/2 .. (w+1) Q/2 - 1
- * Accumulation order for an element is fixed: k16 steps in increasing k, the
- * first one with scale-d = 0, so C's bits do not depend on the schedule.
+ *
+ * Determinism (SPEC section 5): every chunk is accumulated from zero (its first
+ * k16 step has scale-d = 0) in increasing k, and chunk partials are added in
+ * increasing chunk order in FP32, starting from chunk 0's partial:
+ *   one unit per tile: partials fold in registers (a second accumulator set);
+ *   split units:       each chunk's partial goes to the workspace, and the unit that
+ *                      arrives last at the tile's counter folds chunk 0, 1, ... from it.
+ * Both orders are the same left fold, so C's bits depend on KC, never on the schedule.
  */
 #ifndef MKG_MAINLOOP_SM90_CUH
 #define MKG_MAINLOOP_SM90_CUH
@@ -30,6 +37,7 @@ struct mkg_shape {
     static constexpr int P = SWAP ? TN : TM;                     // MMA rows per tile
     static constexpr int Q = SWAP ? TM : TN;                     // MMA columns per tile
     static constexpr int WN = P == 128 ? Q : Q / 2;              // wgmma N of one consumer
+    static constexpr bool CHUNKED = WN <= MKG_CHUNKED_MAX_WN;    // can fold/split K chunks
     static constexpr uint32_t A_BYTES = TM * TK * 2;             // (TM, TK) bf16/fp16, 128B swizzle
     static constexpr uint32_t B_BYTES = TN * TK * 2;             // (TN, TK)
     static constexpr uint32_t STAGE_BYTES = A_BYTES + B_BYTES;
@@ -45,88 +53,209 @@ struct mkg_shape {
     static_assert(MKG_LAUNCH_CONSUMERS == 2, "the warpgroup split assumes two consumers");
 };
 
-// Work units of a schedule for an M x N output.
-template <int TM, int TN>
-static __device__ __forceinline__ int mkg_unit_count(int m, int n)
+// Where one unit sits: its tile, and the chunks and K tiles it covers.
+typedef struct mkg_unit {
+    mkg_tile t;
+    int tile;           /* tile index in unit order */
+    int splits;         /* units per tile (1: no split) */
+    int chunks;         /* canonical chunks of K */
+    int c0, c1;         /* chunks [c0, c1) of this unit */
+    int kct, kt;        /* K tiles per chunk, K tiles in all */
+} mkg_unit;
+
+template <int TM, int TN, int TK>
+static __device__ __forceinline__ mkg_unit mkg_unit_of(const mkg_gemm_params *p, int m, int unit, int raster,
+                                                       int group, int split)
 {
-    return mkg_ceil_div(m, TM) * mkg_ceil_div(n, TN);
+    mkg_unit u;
+    u.chunks = mkg_chunk_count(p->k, p->kc);
+    u.splits = mkg_split_count(split, u.chunks);
+    u.tile = unit / u.splits;
+    mkg_split_range(unit - u.tile * u.splits, u.splits, u.chunks, &u.c0, &u.c1);
+    u.kct = mkg_chunk_ktiles(p->k, p->kc, TK);
+    u.kt = mkg_ceil_div(p->k, TK);
+    u.t = mkg_tile_of_unit(u.tile, mkg_ceil_div(m, TM), mkg_ceil_div(p->n, TN), raster, group);
+    return u;
+}
+
+// Work units of a schedule for an M x N output (K split as the params' chunks allow).
+template <int TM, int TN>
+static __device__ __forceinline__ int mkg_unit_count(const mkg_gemm_params *p, int m, int split)
+{
+    return mkg_ceil_div(m, TM) * mkg_ceil_div(p->n, TN) * mkg_split_count(split, mkg_chunk_count(p->k, p->kc));
 }
 
 // ---- producer: one elected thread --------------------------------------------------
 
 template <int TM, int TN, int TK, int ST, int SWAP>
 static __device__ __forceinline__ void mkg_gemm_produce_unit(const mkg_gemm_params *p, int m, int unit,
-                                                             int raster, int group, mkg_ring *r,
+                                                             int raster, int group, int split, mkg_ring *r,
                                                              const mkg_smem *sm)
 {
     typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
-    const mkg_tile t = mkg_tile_of_unit(unit, mkg_ceil_div(m, TM), mkg_ceil_div(p->n, TN), raster, group);
+    const mkg_unit u = mkg_unit_of<TM, TN, TK>(p, m, unit, raster, group, split);
     const CUtensorMap *map_a = &p->a_map[mkg_box_class(TM)];
     const CUtensorMap *map_b = &p->b_map[mkg_box_class(TN)];
-    const int ktiles = mkg_ceil_div(p->k, TK);
-    for (int kt = 0; kt < ktiles; ++kt) {
+    const int kt_end = min(u.c1 * u.kct, u.kt);
+    for (int kt = u.c0 * u.kct; kt < kt_end; ++kt) {
         const uint32_t s = r->slot;
         mkg_ring_wait_empty(r, sm, s);
         const uint32_t full = sm->full + 8u * s;
         const uint32_t stage = sm->ring + s * S::STAGE_BYTES;
         mkg_mbarrier_arrive_expect_tx(full, S::STAGE_BYTES);
-        mkg_tma_load_2d(stage, map_a, full, kt * TK, t.m * TM);
-        mkg_tma_load_2d(stage + S::A_BYTES, map_b, full, kt * TK, t.n * TN);
+        mkg_tma_load_2d(stage, map_a, full, kt * TK, u.t.m * TM);
+        mkg_tma_load_2d(stage + S::A_BYTES, map_b, full, kt * TK, u.t.n * TN);
         mkg_ring_advance<ST>(r);
     }
 }
 
 // ---- consumers: 2 warpgroups, wg = 0 or 1 -------------------------------------------
 
+// Partials of (tile, chunk, warpgroup): 64 x WN floats laid out so that thread t's
+// float4 number q sits at q * 512 + 4 t (each warp moves 512 contiguous bytes).
+template <int WN>
+static __device__ __forceinline__ float *mkg_partial_at(const mkg_gemm_params *p, const mkg_unit *u, int c, int wg)
+{
+    return p->partials + ((size_t)(u->tile * u->chunks + c) * 2 + wg) * (64 * WN) + 4 * (threadIdx.x & 127);
+}
+
+template <int WN>
+static __device__ __forceinline__ void mkg_partial_store(float *at, const float *d)
+{
+#pragma unroll
+    for (int q = 0; q < WN / 8; ++q)
+        mkg_st_global_v4(at + 512 * q, d[4 * q], d[4 * q + 1], d[4 * q + 2], d[4 * q + 3]);
+}
+
+// d = partial(chunk 0) + partial(1) + ... in chunk order.
+template <int WN>
+static __device__ __forceinline__ void mkg_partial_fold(const mkg_gemm_params *p, const mkg_unit *u, int wg, float *d)
+{
+    for (int c = 0; c < u->chunks; ++c) {
+        const float *at = mkg_partial_at<WN>(p, u, c, wg);
+#pragma unroll
+        for (int q = 0; q < WN / 8; ++q) {
+            const float4 v = mkg_ld_global_cg_v4(at + 512 * q);
+            if (c == 0) {
+                d[4 * q] = v.x, d[4 * q + 1] = v.y, d[4 * q + 2] = v.z, d[4 * q + 3] = v.w;
+            } else {
+                d[4 * q] += v.x, d[4 * q + 1] += v.y, d[4 * q + 2] += v.z, d[4 * q + 3] += v.w;
+            }
+        }
+    }
+}
+
+// Split units: counts this warpgroup's arrival at its tile; true for the last one,
+// which then owns the fold (and leaves the counter at 0 for the next launch).
+static __device__ __forceinline__ bool mkg_split_arrive_last(const mkg_gemm_params *p, const mkg_unit *u,
+                                                             const mkg_smem *sm, int wg)
+{
+    const int bar = MKG_LAUNCH_BAR_EPI + wg;
+    __threadfence();                                   // this thread's partials, GPU-wide
+    mkg_bar_sync(bar, 128);
+    if ((threadIdx.x & 127) == 0) {
+        unsigned int *cnt = p->counters + 2 * u->tile + wg;
+        const bool last = atomicAdd(cnt, 1u) == (unsigned int)(u->splits - 1);
+        if (last)
+            atomicExch(cnt, 0u);
+        mkg_st_shared_b32(sm->flag + 4u * wg, last ? 1u : 0u);
+    }
+    mkg_bar_sync(bar, 128);
+    const bool last = mkg_ld_shared_b32(sm->flag + 4u * wg) != 0;
+    if (last)
+        __threadfence();                               // order the partial reads after the count
+    return last;
+}
+
 template <int DT, int TM, int TN, int TK, int ST, int SWAP>
 static __device__ __forceinline__ void mkg_gemm_consume_unit(const mkg_gemm_params *p, int m, int unit,
-                                                             int raster, int group, mkg_ring *r,
+                                                             int raster, int group, int split, mkg_ring *r,
                                                              const mkg_smem *sm, int wg)
 {
     typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
     constexpr int WN = S::WN;
-    const mkg_tile t = mkg_tile_of_unit(unit, mkg_ceil_div(m, TM), mkg_ceil_div(p->n, TN), raster, group);
-    const int ktiles = mkg_ceil_div(p->k, TK);
+    const mkg_unit u = mkg_unit_of<TM, TN, TK>(p, m, unit, raster, group, split);
     const uint32_t x_row = S::P == 128 ? 64u * wg : 0u;          // this warpgroup's X rows
     const uint32_t y_row = S::P == 128 ? 0u : (uint32_t)(WN * wg); // this warpgroup's Y rows
     const bool releaser = (threadIdx.x & 127) == 0;
+    // NOTE: kernels with WN > MKG_CHUNKED_MAX_WN run one chunk per tile only; the host
+    // never hands them a multi-chunk GEMM (mkg_schedule_check), so both flags stay false.
+    const bool partials = S::CHUNKED && u.splits > 1;              // chunk partials go to the workspace
+    const bool fold = S::CHUNKED && !partials && u.c1 - u.c0 > 1;  // chunk partials fold in registers
 
-    float d[WN / 2];                                              // (64, WN) fp32 fragment
+    float d[WN / 2];                                              // (64, WN) fp32 fragment: chunk partial
+    float tot[S::CHUNKED ? WN / 2 : 1];                           // running fold of earlier chunks
 #pragma unroll
     for (int i = 0; i < WN / 2; ++i)
-        d[i] = 0.0f;                                              // overwritten: first k16 has scale-d = 0
+        d[i] = 0.0f;                                              // overwritten: a chunk starts with scale-d = 0
     uint32_t prev = 0;
-    for (int kt = 0; kt < ktiles; ++kt) {
-        const uint32_t s = r->slot;
-        mkg_ring_wait_full(r, sm, s);
-        const uint32_t stage = sm->ring + s * S::STAGE_BYTES;
-        const uint64_t dx = mkg_wgmma_desc_sw128(stage + S::X_OFF + x_row * 128u);
-        const uint64_t dy = mkg_wgmma_desc_sw128(stage + S::Y_OFF + y_row * 128u);
-        mkg_wgmma_fence();
+    bool pending = false;                                         // prev holds a slot not yet released
+    for (int c = u.c0; c < u.c1; ++c) {
+        const int kb = c * u.kct, ke = min(kb + u.kct, u.kt);
+        for (int kt = kb; kt < ke; ++kt) {
+            const uint32_t s = r->slot;
+            mkg_ring_wait_full(r, sm, s);
+            const uint32_t stage = sm->ring + s * S::STAGE_BYTES;
+            const uint64_t dx = mkg_wgmma_desc_sw128(stage + S::X_OFF + x_row * 128u);
+            const uint64_t dy = mkg_wgmma_desc_sw128(stage + S::Y_OFF + y_row * 128u);
+            mkg_wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < TK / 16; ++kk)
-            mkg_wgmma_m64k16<WN, DT>(d, dx + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP,
-                                     (kt | kk) != 0);
-        mkg_wgmma_commit_group();
-        // Keep one stage of wgmma in flight; the one before it has now retired,
-        // so its slot goes back to the producer.
-        if (kt > 0) {
-            mkg_wgmma_wait_group<1>();
+            for (int kk = 0; kk < TK / 16; ++kk)
+                mkg_wgmma_m64k16<WN, DT>(d, dx + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP,
+                                         (kt != kb) || (kk != 0));
+            mkg_wgmma_commit_group();
+            // Keep one stage of wgmma in flight; the one before it has now retired,
+            // so its slot goes back to the producer.
+            if (pending) {
+                mkg_wgmma_wait_group<1>();
+                if (releaser)
+                    mkg_mbarrier_arrive(sm->empty + 8u * prev);
+            }
+            prev = s;
+            pending = true;
+            mkg_ring_advance<ST>(r);
+        }
+        if (S::CHUNKED && (partials || fold)) {
+            // Chunk edge: drain, then hand the partial on before the next chunk restarts d.
+            mkg_wgmma_wait_group<0>();
+#pragma unroll
+            for (int i = 0; i < WN / 2; ++i)
+                mkg_fence_operand(d[i]);
             if (releaser)
                 mkg_mbarrier_arrive(sm->empty + 8u * prev);
-        }
-        prev = s;
-        mkg_ring_advance<ST>(r);
-    }
-    mkg_wgmma_wait_group<0>();
+            pending = false;
+            if (partials) {
+                mkg_partial_store<WN>(mkg_partial_at<WN>(p, &u, c, wg), d);
+            } else {
 #pragma unroll
-    for (int i = 0; i < WN / 2; ++i)
-        mkg_fence_operand(d[i]);
-    if (releaser)
-        mkg_mbarrier_arrive(sm->empty + 8u * prev);
+                for (int i = 0; i < (S::CHUNKED ? WN / 2 : 0); ++i)
+                    tot[i] = c == u.c0 ? d[i] : tot[i] + d[i];
+            }
+        }
+    }
+    if (pending) {
+        mkg_wgmma_wait_group<0>();
+#pragma unroll
+        for (int i = 0; i < WN / 2; ++i)
+            mkg_fence_operand(d[i]);
+        if (releaser)
+            mkg_mbarrier_arrive(sm->empty + 8u * prev);
+    }
+    if constexpr (S::CHUNKED) {
+        if (fold) {
+#pragma unroll
+            for (int i = 0; i < WN / 2; ++i)
+                d[i] = tot[i];
+        }
+        if (partials) {
+            if (!mkg_split_arrive_last(p, &u, sm, wg))
+                return;
+            mkg_partial_fold<WN>(p, &u, wg, d);
+        }
+    }
 
-    const int x0 = (SWAP ? t.n * TN : t.m * TM) + (int)x_row;
-    const int y0 = (SWAP ? t.m * TM : t.n * TN) + (int)y_row;
+    const int x0 = (SWAP ? u.t.n * TN : u.t.m * TM) + (int)x_row;
+    const int y0 = (SWAP ? u.t.m * TM : u.t.n * TN) + (int)y_row;
     mkg_epilogue_store<WN, SWAP>(p, m, d, x0, y0, r, sm, wg);
 }
 

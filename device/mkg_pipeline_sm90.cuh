@@ -1,7 +1,8 @@
 /* mkg_pipeline_sm90.cuh - the shared-memory operand ring and its state.
  *
  * Launch-wide layout of dynamic shared memory (MKG_LAUNCH_SMEM_BYTES):
- *   [full barriers x MAX_STAGES][empty barriers x MAX_STAGES] ... pad ... [ring, 1024-aligned][epilogue staging]
+ *   [full barriers x MAX_STAGES][empty barriers x MAX_STAGES][flags] ... pad ... [ring, 1024-aligned]
+ *   [epilogue staging]
  * A schedule with ST stages of S bytes uses ring slots 0..ST-1 at slot * S.
  * full[s]  : one producer arrive + TMA transaction bytes; consumers wait on it.
  * empty[s] : one arrive per consumer warpgroup once its wgmma reading s is done.
@@ -25,6 +26,7 @@ typedef struct mkg_smem {
     uint32_t empty;     /* shared address of empty[0] */
     uint32_t ring;      /* shared address of slot 0, 1024-byte aligned */
     uint32_t epi;       /* epilogue staging: consumer w, buffer b at epi + (2 w + b) * 8 KB */
+    uint32_t flag;      /* one word per consumer warpgroup (split-K: "this unit combines") */
 } mkg_smem;
 
 typedef struct mkg_ring {
@@ -51,7 +53,8 @@ static __device__ __forceinline__ mkg_smem mkg_smem_carve(void *dyn)
     uint32_t base = mkg_smem_addr(dyn);
     sm.full = (base + 7u) & ~7u;
     sm.empty = sm.full + 8u * MKG_LAUNCH_MAX_STAGES;
-    sm.ring = (sm.empty + 8u * MKG_LAUNCH_MAX_STAGES + 1023u) & ~1023u;
+    sm.flag = sm.empty + 8u * MKG_LAUNCH_MAX_STAGES;
+    sm.ring = (sm.flag + 4u * MKG_LAUNCH_CONSUMERS + 1023u) & ~1023u;
     sm.epi = sm.ring + MKG_LAUNCH_RING_BYTES;
     return sm;
 }

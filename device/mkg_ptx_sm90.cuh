@@ -150,6 +150,29 @@ static __device__ __forceinline__ void mkg_st_shared_v2_b32(uint32_t addr, uint3
     asm volatile("st.shared.v2.b32 [%0], {%1, %2};" ::"r"(addr), "r"(v0), "r"(v1) : "memory");
 }
 
+static __device__ __forceinline__ uint32_t mkg_ld_shared_b32(uint32_t addr)
+{
+    uint32_t v;
+    asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+    return v;
+}
+
+// ---- global vector access for split-K partials ---------------------------------------
+
+static __device__ __forceinline__ void mkg_st_global_v4(float *p, float a, float b, float c, float d)
+{
+    asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+}
+
+// Reads through L2 only: partials written by other SMs are never stale in this SM's L1.
+static __device__ __forceinline__ float4 mkg_ld_global_cg_v4(const float *p)
+{
+    float4 v;
+    asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p) : "memory");
+    return v;
+}
+
 // Byte offset of (row, byte) in a [rows][128 B] buffer with the 128-byte TMA
 // swizzle: the 16-byte chunk index is XORed with row % 8 (buffer 1024-aligned).
 static __device__ __forceinline__ uint32_t mkg_sw128_offset(int row, int byte)

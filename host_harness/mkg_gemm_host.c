@@ -12,8 +12,9 @@
 #include "mkg_nvtx.h"
 
 struct mkg_gemm_op {
-    mkg_gemm_desc desc;
+    mkg_gemm_desc desc;         /* workspace filled in when the op owns one */
     mkg_gemm_params *dev;       /* device copy of the params */
+    void *owned_workspace;      /* allocated here when the caller passed none */
     int sms;                    /* multiprocessors of the device it was created on */
 };
 
@@ -70,7 +71,23 @@ mkg_status mkg_gemm_create(const mkg_gemm_desc *d, mkg_gemm_op **out)
         st = MKG_ERR_OUT_OF_MEMORY;
         goto fail;
     }
-    st = mkg_gemm_encode_params(d, host);
+    op->desc = *d;
+    if (!d->workspace) {
+        /* NOTE: sized for every schedule, so one op can run any row (benchmark, autotune). */
+        op->desc.workspace_bytes = mkg_gemm_workspace_bytes(d);
+        if (op->desc.workspace_bytes &&
+            cudaMalloc(&op->owned_workspace, op->desc.workspace_bytes) != cudaSuccess) {
+            st = MKG_ERR_OUT_OF_MEMORY;
+            goto fail;
+        }
+        op->desc.workspace = op->owned_workspace;
+    }
+    if (op->desc.workspace &&
+        cudaMemset(op->desc.workspace, 0, mkg_workspace_counter_bytes(d->m, d->n)) != cudaSuccess) {
+        st = MKG_ERR_CUDA;
+        goto fail;
+    }
+    st = mkg_gemm_encode_params(&op->desc, host);
     if (st != MKG_OK)
         goto fail;
     st = mkg_prepare_kernels(d->a_type);
@@ -90,7 +107,6 @@ mkg_status mkg_gemm_create(const mkg_gemm_desc *d, mkg_gemm_op **out)
         st = MKG_ERR_CUDA;
         goto fail;
     }
-    op->desc = *d;
     free(host);
     mkg_nvtx_pop();
     *out = op;
@@ -98,8 +114,10 @@ mkg_status mkg_gemm_create(const mkg_gemm_desc *d, mkg_gemm_op **out)
 
 fail:
     (void)cudaGetLastError();
-    if (op && op->dev)
+    if (op) {
         cudaFree(op->dev);
+        cudaFree(op->owned_workspace);
+    }
     free(op);
     free(host);
     mkg_nvtx_pop();
@@ -115,15 +133,18 @@ mkg_status mkg_gemm_launch(const mkg_gemm_op *op, int s, int grid, cudaStream_t 
         return st;
     if (grid < 0)
         return MKG_ERR_BAD_GRID;
+    const mkg_gemm_desc *d = &op->desc;
+    if (mkg_schedule_workspace_bytes(s, d->m, d->n, d->k, d->kc) > (d->workspace ? d->workspace_bytes : 0))
+        return MKG_ERR_WORKSPACE_TOO_SMALL;
     const mkg_schedule_info *info = mkg_schedule_get(s);
-    const int units = mkg_schedule_units(s, op->desc.m, op->desc.n);
+    const int units = mkg_schedule_units(s, d->m, d->n, d->k, d->kc);
     int g = grid == 0 ? op->sms : grid;
     if (g > units)
         g = units;
 
     const mkg_gemm_params *p = op->dev;
-    int raster = info->raster, group = info->group;
-    void *args[3] = {(void *)&p, (void *)&raster, (void *)&group};
+    int raster = info->raster, group = info->group, split = info->split;
+    void *args[4] = {(void *)&p, (void *)&raster, (void *)&group, (void *)&split};
     dim3 gd = {(unsigned)g, 1, 1};
     dim3 bd = {MKG_LAUNCH_THREADS, 1, 1};
     if (cudaLaunchKernel(mkg_kernel_sm90(op->desc.a_type, s), gd, bd, args, MKG_LAUNCH_SMEM_BYTES, stream) !=
@@ -144,6 +165,7 @@ void mkg_gemm_destroy(mkg_gemm_op *op)
     if (!op)
         return;
     cudaFree(op->dev);
+    cudaFree(op->owned_workspace);
     free(op);
 }
 

@@ -16,9 +16,9 @@
         }                                                                                  \
     }
 
-#define MKG_X_KERNEL_CASE_BF16(name, tm, tn, tk, st, raster, group, swap) \
+#define MKG_X_KERNEL_CASE_BF16(name, tm, tn, tk, st, raster, group, swap, split) \
     case MKG_SCHED_##name: return (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_BF16, tm, tn, tk, st, swap>;
-#define MKG_X_KERNEL_CASE_FP16(name, tm, tn, tk, st, raster, group, swap) \
+#define MKG_X_KERNEL_CASE_FP16(name, tm, tn, tk, st, raster, group, swap, split) \
     case MKG_SCHED_##name: return (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_FP16, tm, tn, tk, st, swap>;
 
 #endif /* MKG_KERNELS_SM90_CUH */

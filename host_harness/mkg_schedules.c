@@ -1,11 +1,13 @@
 /* mkg_schedules.c - host metadata of the schedule table (expanded from the X-macro). */
 #include <string.h>
 
+#include "mkg_gemm.h"
 #include "mkg_schedules.h"
 #include "mkg_tile_order.h"
 
 static const mkg_schedule_info mkg_schedule_table[MKG_SCHED_COUNT] = {
-#define MKG_X_INFO(name, tm, tn, tk, st, raster, group, swap) {#name, tm, tn, tk, st, raster, group, swap},
+#define MKG_X_INFO(name, tm, tn, tk, st, raster, group, swap, split) \
+    {#name, tm, tn, tk, st, raster, group, swap, split},
     MKG_SCHEDULE_LIST(MKG_X_INFO)
 #undef MKG_X_INFO
 };
@@ -27,10 +29,60 @@ int mkg_schedule_find(const char *name)
     return -1;
 }
 
-int mkg_schedule_units(int s, int m, int n)
+int mkg_schedule_units(int s, int m, int n, int k, int kc)
 {
     const mkg_schedule_info *i = mkg_schedule_get(s);
-    if (!i || m < 1 || n < 1)
+    if (!i || m < 1 || n < 1 || k < 1)
         return 0;
-    return mkg_ceil_div(m, i->tile_m) * mkg_ceil_div(n, i->tile_n);
+    return mkg_ceil_div(m, i->tile_m) * mkg_ceil_div(n, i->tile_n) *
+           mkg_split_count(i->split, mkg_chunk_count(k, kc));
+}
+
+size_t mkg_workspace_counter_bytes(int m, int n)
+{
+    size_t bytes = 0;
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        const mkg_schedule_info *i = &mkg_schedule_table[s];
+        const size_t b = (size_t)mkg_ceil_div(m, i->tile_m) * (size_t)mkg_ceil_div(n, i->tile_n) * 2 *
+                         sizeof(unsigned int);
+        if (i->split > 1 && b > bytes)
+            bytes = b;
+    }
+    return (bytes + 255) / 256 * 256;
+}
+
+size_t mkg_schedule_workspace_bytes(int s, int m, int n, int k, int kc)
+{
+    const mkg_schedule_info *i = mkg_schedule_get(s);
+    if (!i || m < 1 || n < 1 || k < 1)
+        return 0;
+    const int chunks = mkg_chunk_count(k, kc);
+    if (mkg_split_count(i->split, chunks) < 2)
+        return 0;
+    const size_t tiles = (size_t)mkg_ceil_div(m, i->tile_m) * (size_t)mkg_ceil_div(n, i->tile_n);
+    return mkg_workspace_counter_bytes(m, n) +
+           tiles * (size_t)chunks * (size_t)i->tile_m * (size_t)i->tile_n * sizeof(float);
+}
+
+size_t mkg_gemm_workspace_bytes(const mkg_gemm_desc *d)
+{
+    size_t bytes = 0;
+    if (!d)
+        return 0;
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        const size_t b = mkg_schedule_workspace_bytes(s, d->m, d->n, d->k, d->kc);
+        if (b > bytes)
+            bytes = b;
+    }
+    return bytes;
+}
+
+int mkg_schedule_wgmma_n(int s)
+{
+    const mkg_schedule_info *i = mkg_schedule_get(s);
+    if (!i)
+        return 0;
+    const int p = i->swap_ab ? i->tile_n : i->tile_m;
+    const int q = i->swap_ab ? i->tile_m : i->tile_n;
+    return p == 128 ? q : q / 2;
 }

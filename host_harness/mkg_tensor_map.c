@@ -12,6 +12,7 @@
 #include <cuda_runtime_api.h>
 
 #include "mkg_gemm.h"
+#include "mkg_tile_order.h"
 
 typedef CUresult (*mkg_encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
                                         const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
@@ -54,6 +55,12 @@ static mkg_status mkg_encode_operand(mkg_encode_tiled_fn enc, CUtensorMap *map, 
     return r == CUDA_SUCCESS ? MKG_OK : MKG_ERR_TENSOR_MAP;
 }
 
+void mkg_gemm_bind_workspace(mkg_gemm_params *p, int m, int n, void *workspace)
+{
+    p->counters = (unsigned int *)workspace;
+    p->partials = workspace ? (float *)((char *)workspace + mkg_workspace_counter_bytes(m, n)) : NULL;
+}
+
 mkg_status mkg_gemm_encode_params(const mkg_gemm_desc *d, mkg_gemm_params *out)
 {
     mkg_status st = mkg_gemm_validate(d);
@@ -87,5 +94,7 @@ mkg_status mkg_gemm_encode_params(const mkg_gemm_desc *d, mkg_gemm_params *out)
     out->in_type = (int)d->a_type;
     out->c_type = (int)d->c_type;
     out->epilogue = (int)d->epilogue;
+    out->kc = d->kc;
+    mkg_gemm_bind_workspace(out, d->m, d->n, d->workspace);
     return MKG_OK;
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "mkg_gemm.h"
+#include "mkg_tile_order.h"
 
 #define MKG_INT_MAX 2147483647LL
 
@@ -43,6 +44,9 @@ mkg_status mkg_gemm_validate(const mkg_gemm_desc *d)
         return MKG_ERR_BAD_OUT_DTYPE;
     if ((int)d->epilogue < 0 || d->epilogue >= MKG_EPI_COUNT)
         return MKG_ERR_BAD_EPILOGUE;
+    /* NOTE: chunk edges must fall on stage edges (TK = 64 for 16-bit inputs). */
+    if (d->kc < 0 || (d->kc > 0 && d->kc < d->k && d->kc % 64 != 0))
+        return MKG_ERR_BAD_KC;
 
     const long long in_size = (long long)mkg_dtype_size(d->a_type);
     const long long out_size = (long long)mkg_dtype_size(d->c_type);
@@ -88,6 +92,9 @@ mkg_status mkg_schedule_check(const mkg_gemm_desc *d, int s)
         return MKG_ERR_NULL_DESC;
     /* NOTE: every row stages 128-byte rows of 16-bit elements (TK = 64). */
     if (!mkg_is_input_dtype(d->a_type) || info->tile_k * 2 != 128)
+        return MKG_ERR_SCHEDULE_INELIGIBLE;
+    /* More than one K chunk needs a kernel compiled with the chunk fold (wgmma N <= 128). */
+    if (mkg_chunk_count(d->k, d->kc) > 1 && mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN)
         return MKG_ERR_SCHEDULE_INELIGIBLE;
     return MKG_OK;
 }

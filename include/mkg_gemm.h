@@ -45,6 +45,9 @@ typedef struct mkg_gemm_desc {
     void *c;                    /**< device pointer, M x N, row stride ldc */
     long long lda, ldb, ldc;
     mkg_epilogue epilogue;
+    int kc;                     /**< canonical K chunk: 0 or >= K for one chunk, else a multiple of 64 */
+    void *workspace;            /**< split-K partials + tile counters; NULL: mkg_gemm_create allocates */
+    size_t workspace_bytes;     /**< size of workspace (see mkg_gemm_workspace_bytes) */
 } mkg_gemm_desc;
 
 /* TMA store boxes of C: {128 bytes of columns, rows} for rows 8, 16, 32, 64 (box classes 0..3). */
@@ -59,6 +62,9 @@ typedef struct mkg_gemm_params {
     long long ldc;
     int m, n, k;
     int in_type, c_type, epilogue;
+    int kc;                                 /* canonical K chunk (see mkg_chunk_count) */
+    unsigned int *counters;                 /* split-K: arrivals per (tile, consumer), kept at 0 */
+    float *partials;                        /* split-K: per (tile, chunk, consumer) FP32 partials */
 } mkg_gemm_params;
 
 /** Checks every field of d; returns the first problem found, MKG_OK if none. */
@@ -91,8 +97,27 @@ void mkg_gemm_destroy(mkg_gemm_op *op);
 /** One-shot: validate, create, launch schedule s, synchronize the stream, destroy. */
 mkg_status mkg_gemm(const mkg_gemm_desc *d, int s, cudaStream_t stream);
 
-/** Number of work units schedule s cuts an M x N output into (0 if s is unknown). */
-int mkg_schedule_units(int s, int m, int n);
+/** Number of work units schedule s cuts an M x N x K GEMM with chunk kc into (0 if s is unknown). */
+int mkg_schedule_units(int s, int m, int n, int k, int kc);
+
+/** Workspace bytes schedule s needs for this GEMM (0 when it does not split). */
+size_t mkg_schedule_workspace_bytes(int s, int m, int n, int k, int kc);
+
+/** Workspace bytes that cover every schedule for this descriptor's shape and kc. */
+size_t mkg_gemm_workspace_bytes(const mkg_gemm_desc *d);
+
+/** Workspace layout: tile counters in the first mkg_workspace_counter_bytes(m, n) bytes
+ *  (they must be zero before the first launch; kernels leave them at zero), then the
+ *  FP32 chunk partials. */
+size_t mkg_workspace_counter_bytes(int m, int n);
+
+/** Points p's counters and partials into workspace (NULL: none) for an m x n output. */
+void mkg_gemm_bind_workspace(mkg_gemm_params *p, int m, int n, void *workspace);
+
+/* Largest warpgroup wgmma N whose kernels handle more than one K chunk: folding chunk
+ * partials in registers needs a second accumulator set (WN/2 more registers), which
+ * spills past WN = 128 under the 232-register consumer budget (ptxas, sm_90a). */
+#define MKG_CHUNKED_MAX_WN 128
 
 #ifdef __cplusplus
 }

@@ -24,6 +24,8 @@ extern "C" {
     X(MKG_ERR_DTYPE_MISMATCH,       "A and B must have the same input dtype")                \
     X(MKG_ERR_BAD_OUT_DTYPE,        "output dtype is not supported")                         \
     X(MKG_ERR_BAD_EPILOGUE,         "unknown epilogue kind")                                 \
+    X(MKG_ERR_BAD_KC,               "K chunk must be 0, >= K, or a positive multiple of 64") \
+    X(MKG_ERR_WORKSPACE_TOO_SMALL,  "split-K workspace is smaller than the schedule needs")  \
     X(MKG_ERR_NULL_A,               "A pointer is NULL")                                     \
     X(MKG_ERR_NULL_B,               "B pointer is NULL")                                     \
     X(MKG_ERR_NULL_C,               "C pointer is NULL")                                     \

@@ -54,6 +54,35 @@ static MKG_HD mkg_tile mkg_tile_of_unit(int u, int tiles_m, int tiles_n, int ras
     return t;
 }
 
+/* ---- canonical K chunks and split-K ---------------------------------------------
+ * A layer's K is cut into chunks of KC elements (KC a multiple of the stage depth
+ * TK, or KC >= K for one chunk). A schedule with SPLIT s cuts every tile's chunks
+ * into min(s, chunks) contiguous ranges, one work unit each; units of one tile are
+ * consecutive (unit = tile * splits + split), so they run side by side. */
+
+static MKG_HD int mkg_chunk_count(int k, int kc)
+{
+    return (kc <= 0 || kc >= k) ? 1 : mkg_ceil_div(k, kc);
+}
+
+/* K tiles (of tk elements) per chunk; the last chunk may be shorter. */
+static MKG_HD int mkg_chunk_ktiles(int k, int kc, int tk)
+{
+    return mkg_chunk_count(k, kc) == 1 ? mkg_ceil_div(k, tk) : kc / tk;
+}
+
+static MKG_HD int mkg_split_count(int split, int chunks)
+{
+    return split < 1 ? 1 : split < chunks ? split : chunks;
+}
+
+/* Chunks [*c0, *c1) of split s out of `splits` over `chunks` chunks. */
+static MKG_HD void mkg_split_range(int s, int splits, int chunks, int *c0, int *c1)
+{
+    *c0 = (int)((long long)s * chunks / splits);
+    *c1 = (int)((long long)(s + 1) * chunks / splits);
+}
+
 #ifdef __cplusplus
 }
 #endif

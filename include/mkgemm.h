@@ -16,5 +16,6 @@
 #include "mkg_schedules.h"
 #include "mkg_tile_order.h"
 #include "mkg_gemm.h"
+#include "mkg_plan.h"
 
 #endif /* MKGEMM_H */

@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "mkg_plan.h"
 #include "mkgemm.h"
 
 TEST(Schedules, NamesAreUniqueAndFindable)
@@ -29,7 +30,7 @@ TEST(Schedules, NameSpellsOutTheParameters)
         std::string want = "m" + std::to_string(i->tile_m) + "n" + std::to_string(i->tile_n) + "k" +
                            std::to_string(i->tile_k) + "_s" + std::to_string(i->stages) +
                            (i->swap_ab ? "_swap" : "") + (i->raster == MKG_RASTER_M ? "_rm" : "_rn") + "_g" +
-                           std::to_string(i->group);
+                           std::to_string(i->group) + (i->split > 1 ? "_sk" + std::to_string(i->split) : "");
         EXPECT_EQ(want, i->name);
     }
 }
@@ -47,6 +48,8 @@ TEST(Schedules, EveryRowFitsTheLaunchShape)
         EXPECT_GE(mkg_box_class(i->tile_n), 0) << i->name;
         const int p = i->swap_ab ? i->tile_n : i->tile_m;
         EXPECT_TRUE(p == 64 || p == 128) << i->name;
+        if (i->split > 1)
+            EXPECT_LE(mkg_schedule_wgmma_n(s), MKG_CHUNKED_MAX_WN) << i->name << ": a split row must handle chunks";
     }
     EXPECT_LE(MKG_LAUNCH_SMEM_BYTES, 227 * 1024);
 }
@@ -80,4 +83,23 @@ TEST(Schedules, BoxClassesRoundTrip)
     for (int c = 0; c < MKG_BOX_CLASSES; ++c)
         EXPECT_EQ(mkg_box_class(mkg_box_rows(c)), c);
     EXPECT_EQ(mkg_box_class(48), -1);
+}
+
+TEST(Planner, KcDependsOnNAndKOnlyAndIsAValidChunk)
+{
+    // The public LLM layers (N, K): every KC is K or a multiple of 64 of at least 256, and
+    // a chunked layer gives decode at least as many units as SMs (to within a chunk).
+    const int layers[][2] = {{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}, {3072, 2048},
+                             {2048, 2048}, {16384, 2048}, {2048, 8192}, {768, 768}, {8192, 8192}};
+    for (const auto &l : layers) {
+        const int n = l[0], k = l[1];
+        const int kc = mkg_plan_kc(n, k, 132);
+        EXPECT_TRUE(kc == k || (kc % 64 == 0 && kc >= MKG_PLAN_MIN_KC && kc < k)) << n << "x" << k << " kc " << kc;
+        const int tiles = mkg_ceil_div(n, MKG_PLAN_DECODE_ROWS);
+        if (2 * tiles >= 132)
+            EXPECT_EQ(kc, k) << "wide layers keep one chunk";
+        else if (kc > MKG_PLAN_MIN_KC)
+            EXPECT_GE(tiles * mkg_chunk_count(k, kc), 132 - tiles) << n << "x" << k;
+        EXPECT_EQ(kc, mkg_plan_kc(n, k, 132)) << "deterministic";
+    }
 }

@@ -2,6 +2,7 @@
 // once for every raster, group and swap setting, on ragged tile grids.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "mkgemm.h"
@@ -45,7 +46,7 @@ TEST(TileOrder, EveryScheduleRowOnRaggedShapes)
         for (int m : sizes)
             for (int n : sizes) {
                 const int tiles_m = mkg_ceil_div(m, i->tile_m), tiles_n = mkg_ceil_div(n, i->tile_n);
-                EXPECT_EQ(mkg_schedule_units(s, m, n), tiles_m * tiles_n) << i->name;
+                EXPECT_EQ(mkg_schedule_units(s, m, n, 4096, 0), tiles_m * tiles_n) << i->name;
                 expect_each_tile_once(tiles_m, tiles_n, i->raster, i->group);
             }
     }
@@ -78,4 +79,62 @@ TEST(TileOrder, RasterNWalksAlongNInsideABand)
     const mkg_tile t3 = mkg_tile_of_unit(3, 5, 7, MKG_RASTER_N, 3);
     EXPECT_EQ(t3.n, 0);
     EXPECT_EQ(t3.m, 1);
+}
+
+TEST(ChunkSplit, EveryKCoveredExactlyOnceForEverySplit)
+{
+    const int ks[] = {8, 64, 72, 1000, 2048, 4096, 4160, 8192, 14336};
+    const int kcs[] = {0, 64, 256, 512, 1024, 1408, 2880, 100000};
+    const int splits[] = {1, 2, 3, 4, 8, 16, 64};
+    for (int k : ks)
+        for (int kc : kcs)
+            for (int split : splits) {
+                const int chunks = mkg_chunk_count(k, kc);
+                const int kct = mkg_chunk_ktiles(k, kc, 64);
+                const int kt = mkg_ceil_div(k, 64);
+                const int n_splits = mkg_split_count(split, chunks);
+                ASSERT_GE(n_splits, 1);
+                ASSERT_LE(n_splits, chunks);
+                std::vector<int> chunk_hits(chunks, 0), ktile_hits(kt, 0);
+                int expect_c0 = 0;
+                for (int s = 0; s < n_splits; ++s) {
+                    int c0, c1;
+                    mkg_split_range(s, n_splits, chunks, &c0, &c1);
+                    ASSERT_EQ(c0, expect_c0) << "splits are contiguous and in chunk order";
+                    ASSERT_GT(c1, c0) << "no split is empty";
+                    expect_c0 = c1;
+                    for (int c = c0; c < c1; ++c) {
+                        ++chunk_hits[c];
+                        for (int t = c * kct; t < std::min((c + 1) * kct, kt); ++t)
+                            ++ktile_hits[t];
+                    }
+                }
+                ASSERT_EQ(expect_c0, chunks);
+                for (int h : chunk_hits)
+                    ASSERT_EQ(h, 1) << "k=" << k << " kc=" << kc << " split=" << split;
+                for (int t = 0; t < kt; ++t)
+                    ASSERT_EQ(ktile_hits[t], 1) << "k tile " << t << " k=" << k << " kc=" << kc;
+                // Every chunk but the last is exactly kc long; one chunk covers all of K.
+                if (chunks == 1)
+                    ASSERT_EQ(kct, kt);
+                else
+                    ASSERT_EQ(kct * 64, kc);
+            }
+}
+
+TEST(ChunkSplit, UnitsCountTilesTimesSplits)
+{
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        const mkg_schedule_info *i = mkg_schedule_get(s);
+        const int tiles = mkg_ceil_div(1000, i->tile_m) * mkg_ceil_div(2048, i->tile_n);
+        EXPECT_EQ(mkg_schedule_units(s, 1000, 2048, 4096, 0), tiles) << i->name;
+        EXPECT_EQ(mkg_schedule_units(s, 1000, 2048, 4096, 512), tiles * std::min(i->split, 8)) << i->name;
+        if (i->split > 1) {
+            EXPECT_EQ(mkg_schedule_workspace_bytes(s, 1000, 2048, 4096, 0), 0u) << "one chunk: no split";
+            EXPECT_GE(mkg_schedule_workspace_bytes(s, 1000, 2048, 4096, 512),
+                      static_cast<size_t>(tiles) * 8 * i->tile_m * i->tile_n * sizeof(float));
+        } else {
+            EXPECT_EQ(mkg_schedule_workspace_bytes(s, 1000, 2048, 4096, 512), 0u) << i->name;
+        }
+    }
 }

@@ -62,6 +62,9 @@ const BadCase kBad[] = {
     {"ldc not 16-byte multiple (bf16)", [](mkg_gemm_desc *d) { d->ldc = 204; }, MKG_ERR_LDC_ALIGN},
     {"ldc not 16-byte multiple (fp32)", [](mkg_gemm_desc *d) { d->c_type = MKG_DTYPE_FP32; d->ldc = 202; },
      MKG_ERR_LDC_ALIGN},
+    {"kc < 0", [](mkg_gemm_desc *d) { d->kc = -64; }, MKG_ERR_BAD_KC},
+    {"kc not a multiple of 64", [](mkg_gemm_desc *d) { d->k = 256; d->lda = d->ldb = 256; d->kc = 100; },
+     MKG_ERR_BAD_KC},
 };
 
 }  // namespace
@@ -96,7 +99,7 @@ TEST(Validate, EveryBadInputHasItsOwnStatus)
     }
     // Every validation status above is distinct from the others and from MKG_OK.
     EXPECT_EQ(seen.count(MKG_OK), 0u);
-    EXPECT_EQ(seen.size(), 21u);    // 25 cases, 21 distinct reasons
+    EXPECT_EQ(seen.size(), 22u);    // 27 cases, 22 distinct reasons
 }
 
 TEST(Validate, ApiReturnsValidationStatusBeforeTouchingCuda)
@@ -122,6 +125,25 @@ TEST(Validate, UnknownScheduleIsRejectedBeforeCuda)
     EXPECT_EQ(mkg_gemm(&d, -7, 0), MKG_ERR_UNKNOWN_SCHEDULE);
     for (int s = 0; s < MKG_SCHED_COUNT; ++s)
         EXPECT_EQ(mkg_schedule_check(&d, s), MKG_OK) << mkg_schedule_get(s)->name;
+}
+
+TEST(Validate, ChunkedKNeedsAChunkCapableSchedule)
+{
+    mkg_gemm_desc d = valid_desc();
+    d.k = 4096;
+    d.lda = d.ldb = 4096;
+    d.kc = 4096;                               // one chunk: every row runs it
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s)
+        EXPECT_EQ(mkg_schedule_check(&d, s), MKG_OK) << mkg_schedule_get(s)->name;
+    d.kc = 1024;                               // four chunks: rows with wgmma N > 128 cannot fold them
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s)
+        EXPECT_EQ(mkg_schedule_check(&d, s),
+                  mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN ? MKG_ERR_SCHEDULE_INELIGIBLE : MKG_OK)
+            << mkg_schedule_get(s)->name;
+    d.kc = 64;
+    EXPECT_EQ(mkg_gemm_validate(&d), MKG_OK);
+    d.kc = 8192;                               // >= K: one chunk
+    EXPECT_EQ(mkg_gemm_validate(&d), MKG_OK);
 }
 
 TEST(Validate, LaunchRejectsNullOpAndBadGrid)

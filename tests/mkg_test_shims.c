@@ -67,7 +67,25 @@ void mkg_case_free(mkg_case *c)
     cudaFree(c->c);
     cudaFree(c->keep);
     cudaFree(c->ref);
+    cudaFree(c->ws);
     memset(c, 0, sizeof(*c));
+}
+
+mkg_status mkg_case_set_kc(mkg_case *c, int kc)
+{
+    cudaFree(c->ws);
+    c->ws = NULL;
+    c->kc = kc;
+    const mkg_gemm_desc d = mkg_case_desc(c, c->m);
+    c->ws_bytes = mkg_gemm_workspace_bytes(&d);
+    if (c->ws_bytes == 0)
+        return MKG_OK;
+    if (cudaMalloc(&c->ws, c->ws_bytes) != cudaSuccess)
+        return MKG_ERR_OUT_OF_MEMORY;
+    if (cudaMemset(c->ws, 0xFF, c->ws_bytes) != cudaSuccess ||
+        cudaMemset(c->ws, 0, mkg_workspace_counter_bytes(c->m, c->n)) != cudaSuccess)
+        return MKG_ERR_CUDA;
+    return MKG_OK;
 }
 
 mkg_status mkg_case_upload(mkg_case *c, const void *a_host, const void *b_host)
@@ -114,6 +132,9 @@ mkg_gemm_desc mkg_case_desc(const mkg_case *c, int m)
     d.ldb = c->ldb;
     d.ldc = c->ldc;
     d.epilogue = MKG_EPI_STORE;
+    d.kc = c->kc;
+    d.workspace = c->ws;
+    d.workspace_bytes = c->ws_bytes;
     return d;
 }
 

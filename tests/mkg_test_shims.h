@@ -25,6 +25,9 @@ typedef struct mkg_case {
     void *a, *b, *c;
     void *keep;                 /* a second C of the same shape, for bitwise comparisons */
     double *ref;                /* M x N FP64 reference (NULL until computed) */
+    int kc;                     /* canonical K chunk of every run (0: one chunk) */
+    void *ws;                   /* split-K workspace (partials poisoned with NaN), or NULL */
+    size_t ws_bytes;
 } mkg_case;
 
 /* Empty string when a CC 9.0 GPU is usable, otherwise the reason to skip. */
@@ -40,6 +43,10 @@ void mkg_case_free(mkg_case *c);
 mkg_status mkg_case_upload(mkg_case *c, const void *a_host, const void *b_host);
 
 mkg_status mkg_case_reference(mkg_case *c);
+
+/* Sets the case's K chunk and gives it a workspace for every schedule: counters
+ * zero, partials 0xFF (NaN) so a read before the write shows up in C. */
+mkg_status mkg_case_set_kc(mkg_case *c, int kc);
 
 /* Fills all of C's allocation with 0xFF. */
 mkg_status mkg_case_poison(mkg_case *c);

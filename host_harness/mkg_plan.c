@@ -1,0 +1,16 @@
+/* mkg_plan.c - host planner decisions (see mkg_plan.h). */
+#include "mkg_plan.h"
+#include "mkg_tile_order.h"
+
+int mkg_plan_kc(int n, int k, int sms)
+{
+    const int tiles = mkg_ceil_div(n, MKG_PLAN_DECODE_ROWS);
+    /* Enough tiles to keep half the SMs streaming weights: no chunking, no fold cost. */
+    if (2 * tiles >= sms || k <= MKG_PLAN_MIN_KC)
+        return k;
+    const int chunks = mkg_ceil_div(sms, tiles);
+    int kc = mkg_ceil_div(mkg_ceil_div(k, chunks), 64) * 64;
+    if (kc < MKG_PLAN_MIN_KC)
+        kc = MKG_PLAN_MIN_KC;
+    return kc >= k ? k : kc;
+}

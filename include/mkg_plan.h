@@ -1,0 +1,27 @@
+/* mkg_plan.h - planner decisions made on the host from a layer's shape.
+ *
+ * mkg_plan_kc picks a layer's canonical K chunk (SPEC section 5) from N and K
+ * alone, never from M: the chunking fixes the layer's bits, so it must not move
+ * when the batch size does.
+ */
+#ifndef MKG_PLAN_H
+#define MKG_PLAN_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Weight rows per decode work unit (swap_ab tiles put 128 weight rows on the MMA side). */
+#define MKG_PLAN_DECODE_ROWS 128
+/* Smallest chunk: 4 stages of 64; every chunk edge drains the wgmma pipeline once. */
+#define MKG_PLAN_MIN_KC 256
+
+/** K chunk for an N x K layer on a GPU with `sms` multiprocessors: K (one chunk)
+ *  when N / 128 decode tiles already cover half the GPU, else the largest multiple
+ *  of 64 (>= MKG_PLAN_MIN_KC) that gives decode about `sms` work units. */
+int mkg_plan_kc(int n, int k, int sms);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MKG_PLAN_H */
