@@ -15,7 +15,9 @@
  *       if (threadIdx.x == 0) for (each unit u) mkg_gemm_produce_unit<...>(p, m, u, ..., split, &ring, &sm);
  *   } else {                                           // consumer warpgroups 0, 1
  *       mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
- *       for (each unit u) mkg_gemm_consume_unit<...>(p, m, u, ..., split, &ring, &sm, threadIdx.x / 128 - 1);
+ *       float d[WN / 2] = {0}, tot[WN / 2];            // accumulators, chunk fold
+ *       for (each unit u, each chunk c of u)           // ONE flat loop (see consume_step)
+ *           mkg_gemm_consume_step<...>(p, m, u, c, ..., split, &ring, &sm, threadIdx.x / 128 - 1, d, tot);
  *       mkg_epilogue_drain();                          // TMA stores done before smem goes away
  *   }
  * Named barriers MKG_LAUNCH_BAR_EPI and MKG_LAUNCH_BAR_EPI + 1 belong to the consumers.
@@ -68,9 +70,33 @@ mkg_gemm_persistent_sm90(const mkg_gemm_params *__restrict__ p, int raster, int 
         }
     } else {
         mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
+        typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
         const int wg = threadIdx.x / 128 - 1;
-        for (int u = blockIdx.x; u < units; u += gridDim.x)
-            mkg_gemm_consume_unit<DT, TM, TN, TK, ST, SWAP>(p, m, u, raster, group, split, &ring, &sm, wg);
+        float d[S::WN / 2];                              // (64, WN) chunk accumulators
+        float tot[S::CHUNKED ? S::WN / 2 : 1];           // chunk fold
+#pragma unroll
+        for (int i = 0; i < S::WN / 2; ++i)
+            d[i] = 0.0f;
+        if constexpr (!S::CHUNKED) {
+            // One chunk per unit: one step per unit.
+            for (int u = blockIdx.x; u < units; u += gridDim.x)
+                mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP>(p, m, u, 0, raster, group, split, &ring, &sm, wg,
+                                                                d, tot);
+        } else {
+            // One flat loop over (unit, chunk) steps: see mkg_gemm_consume_step.
+            int u = blockIdx.x, c = 0, c_end = 0;
+            if (u < units)
+                mkg_unit_chunk_range(p, u, split, &c, &c_end);
+            while (u < units) {
+                mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP>(p, m, u, c, raster, group, split, &ring, &sm, wg,
+                                                                d, tot);
+                if (++c == c_end) {
+                    u += gridDim.x;
+                    if (u < units)
+                        mkg_unit_chunk_range(p, u, split, &c, &c_end);
+                }
+            }
+        }
         mkg_epilogue_drain();
     }
 }

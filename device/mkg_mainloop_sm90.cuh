@@ -127,7 +127,7 @@ static __device__ __forceinline__ void mkg_partial_store(float *at, const float 
         mkg_st_global_v4(at + 512 * q, d[4 * q], d[4 * q + 1], d[4 * q + 2], d[4 * q + 3]);
 }
 
-// d = partial(chunk 0) + partial(1) + ... in chunk order.
+// d = partial(chunk 0) + partial(1) + ... in chunk order (d: the fold registers).
 template <int WN>
 static __device__ __forceinline__ void mkg_partial_fold(const mkg_gemm_params *p, const mkg_unit *u, int wg, float *d)
 {
@@ -167,10 +167,25 @@ static __device__ __forceinline__ bool mkg_split_arrive_last(const mkg_gemm_para
     return last;
 }
 
+// Chunks [*c0, *c1) of work unit `unit`: the consumer runs one step per chunk.
+static __device__ __forceinline__ void mkg_unit_chunk_range(const mkg_gemm_params *p, int unit, int split, int *c0,
+                                                            int *c1)
+{
+    const int chunks = mkg_chunk_count(p->k, p->kc);
+    const int splits = mkg_split_count(split, chunks);
+    mkg_split_range(unit % splits, splits, chunks, c0, c1);
+}
+
+// One step: chunk c of work unit `unit`. The caller owns the accumulators d and the
+// fold tot (mkg_shape<...>::WN / 2 floats each, d zeroed once before the first step)
+// and runs a unit's steps back to back, chunks in increasing order.
+// NOTE: steps are flat on purpose. With the chunk loop nested inside the unit loop,
+// ptxas serialized every wgmma (advisory C7520, "WG.AR in divergent path"); one loop
+// over (unit, chunk) steps with the drain at the end of each keeps them pipelined.
 template <int DT, int TM, int TN, int TK, int ST, int SWAP>
-static __device__ __forceinline__ void mkg_gemm_consume_unit(const mkg_gemm_params *p, int m, int unit,
+static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_params *p, int m, int unit, int c,
                                                              int raster, int group, int split, mkg_ring *r,
-                                                             const mkg_smem *sm, int wg)
+                                                             const mkg_smem *sm, int wg, float *d, float *tot)
 {
     typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
     constexpr int WN = S::WN;
@@ -178,85 +193,78 @@ static __device__ __forceinline__ void mkg_gemm_consume_unit(const mkg_gemm_para
     const uint32_t x_row = S::P == 128 ? 64u * wg : 0u;          // this warpgroup's X rows
     const uint32_t y_row = S::P == 128 ? 0u : (uint32_t)(WN * wg); // this warpgroup's Y rows
     const bool releaser = (threadIdx.x & 127) == 0;
-    // NOTE: kernels with WN > MKG_CHUNKED_MAX_WN run one chunk per tile only; the host
-    // never hands them a multi-chunk GEMM (mkg_schedule_check), so both flags stay false.
-    const bool partials = S::CHUNKED && u.splits > 1;              // chunk partials go to the workspace
-    const bool fold = S::CHUNKED && !partials && u.c1 - u.c0 > 1;  // chunk partials fold in registers
-
-    float d[WN / 2];                                              // (64, WN) fp32 fragment: chunk partial
-    float tot[S::CHUNKED ? WN / 2 : 1];                           // running fold of earlier chunks
-#pragma unroll
-    for (int i = 0; i < WN / 2; ++i)
-        d[i] = 0.0f;                                              // overwritten: a chunk starts with scale-d = 0
-    uint32_t prev = 0;
-    bool pending = false;                                         // prev holds a slot not yet released
-    for (int c = u.c0; c < u.c1; ++c) {
-        const int kb = c * u.kct, ke = min(kb + u.kct, u.kt);
-        for (int kt = kb; kt < ke; ++kt) {
-            const uint32_t s = r->slot;
-            mkg_ring_wait_full(r, sm, s);
-            const uint32_t stage = sm->ring + s * S::STAGE_BYTES;
-            const uint64_t dx = mkg_wgmma_desc_sw128(stage + S::X_OFF + x_row * 128u);
-            const uint64_t dy = mkg_wgmma_desc_sw128(stage + S::Y_OFF + y_row * 128u);
-            mkg_wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < TK / 16; ++kk)
-                mkg_wgmma_m64k16<WN, DT>(d, dx + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP,
-                                         (kt != kb) || (kk != 0));
-            mkg_wgmma_commit_group();
-            // Keep one stage of wgmma in flight; the one before it has now retired,
-            // so its slot goes back to the producer.
-            if (pending) {
-                mkg_wgmma_wait_group<1>();
-                if (releaser)
-                    mkg_mbarrier_arrive(sm->empty + 8u * prev);
-            }
-            prev = s;
-            pending = true;
-            mkg_ring_advance<ST>(r);
-        }
-        if (S::CHUNKED && (partials || fold)) {
-            // Chunk edge: drain, then hand the partial on before the next chunk restarts d.
-            mkg_wgmma_wait_group<0>();
-#pragma unroll
-            for (int i = 0; i < WN / 2; ++i)
-                mkg_fence_operand(d[i]);
-            if (releaser)
-                mkg_mbarrier_arrive(sm->empty + 8u * prev);
-            pending = false;
-            if (partials) {
-                mkg_partial_store<WN>(mkg_partial_at<WN>(p, &u, c, wg), d);
-            } else {
-#pragma unroll
-                for (int i = 0; i < (S::CHUNKED ? WN / 2 : 0); ++i)
-                    tot[i] = c == u.c0 ? d[i] : tot[i] + d[i];
-            }
-        }
-    }
-    if (pending) {
-        mkg_wgmma_wait_group<0>();
+    const int kb = c * u.kct, ke = min(kb + u.kct, u.kt);
+    if constexpr (!S::CHUNKED) {
+        // NOTE: the epilogue reads d on data-dependent paths; restarting d unconditionally
+        // here keeps ptxas from serializing the next unit's wgmma behind those reads (C7520).
 #pragma unroll
         for (int i = 0; i < WN / 2; ++i)
-            mkg_fence_operand(d[i]);
-        if (releaser)
-            mkg_mbarrier_arrive(sm->empty + 8u * prev);
+            d[i] = 0.0f;
     }
-    if constexpr (S::CHUNKED) {
-        if (fold) {
+    uint32_t prev = 0;
+    for (int kt = kb; kt < ke; ++kt) {
+        const uint32_t s = r->slot;
+        mkg_ring_wait_full(r, sm, s);
+        const uint32_t stage = sm->ring + s * S::STAGE_BYTES;
+        const uint64_t dx = mkg_wgmma_desc_sw128(stage + S::X_OFF + x_row * 128u);
+        const uint64_t dy = mkg_wgmma_desc_sw128(stage + S::Y_OFF + y_row * 128u);
+        mkg_wgmma_fence();
 #pragma unroll
-            for (int i = 0; i < WN / 2; ++i)
-                d[i] = tot[i];
+        for (int kk = 0; kk < TK / 16; ++kk)
+            mkg_wgmma_m64k16<WN, DT>(d, dx + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP,
+                                     (kt != kb) || (kk != 0));
+        mkg_wgmma_commit_group();
+        // Keep one stage of wgmma in flight; the one before it has now retired,
+        // so its slot goes back to the producer.
+        if (kt > kb) {
+            mkg_wgmma_wait_group<1>();
+            if (releaser)
+                mkg_mbarrier_arrive(sm->empty + 8u * prev);
         }
-        if (partials) {
-            if (!mkg_split_arrive_last(p, &u, sm, wg))
-                return;
-            mkg_partial_fold<WN>(p, &u, wg, d);
-        }
+        prev = s;
+        mkg_ring_advance<ST>(r);
     }
+    mkg_wgmma_wait_group<0>();
+#pragma unroll
+    for (int i = 0; i < WN / 2; ++i)
+        mkg_fence_operand(d[i]);
+    if (releaser)
+        mkg_mbarrier_arrive(sm->empty + 8u * prev);
 
     const int x0 = (SWAP ? u.t.n * TN : u.t.m * TM) + (int)x_row;
     const int y0 = (SWAP ? u.t.m * TM : u.t.n * TN) + (int)y_row;
-    mkg_epilogue_store<WN, SWAP>(p, m, d, x0, y0, r, sm, wg);
+    if constexpr (!S::CHUNKED) {
+        // One chunk per tile (the host guarantees it for these kernels).
+        mkg_epilogue_store<WN, SWAP>(p, m, d, x0, y0, r, sm, wg);
+    } else {
+        const bool partials = u.splits > 1;
+        if (partials)
+            mkg_partial_store<WN>(mkg_partial_at<WN>(p, &u, c, wg), d);
+#pragma unroll
+        for (int i = 0; i < WN / 2; ++i)
+            tot[i] = c == u.c0 ? d[i] : tot[i] + d[i];
+        if (c + 1 < u.c1)
+            return;                                   // the unit's next chunk follows on this CTA
+        if (partials) {
+            if (!mkg_split_arrive_last(p, &u, sm, wg))
+                return;
+            mkg_partial_fold<WN>(p, &u, wg, tot);
+        }
+        mkg_epilogue_store<WN, SWAP>(p, m, tot, x0, y0, r, sm, wg);
+    }
+}
+
+// Runs every chunk of work unit `unit` (a loop around mkg_gemm_consume_step for
+// callers that own no step loop; see the NOTE above for when to prefer steps).
+template <int DT, int TM, int TN, int TK, int ST, int SWAP>
+static __device__ __forceinline__ void mkg_gemm_consume_unit(const mkg_gemm_params *p, int m, int unit, int raster,
+                                                             int group, int split, mkg_ring *r, const mkg_smem *sm,
+                                                             int wg, float *d, float *tot)
+{
+    int c0, c1;
+    mkg_unit_chunk_range(p, unit, split, &c0, &c1);
+    for (int c = c0; c < c1; ++c)
+        mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP>(p, m, unit, c, raster, group, split, r, sm, wg, d, tot);
 }
 
 #endif /* MKG_MAINLOOP_SM90_CUH */
