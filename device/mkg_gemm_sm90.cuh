@@ -45,8 +45,12 @@ MKG_SCHEDULE_LIST(MKG_X_CHECK)
 
 // The shipped persistent kernel: one CTA per SM (or fewer), units handed out
 // round-robin in unit order. raster, group and split are the schedule row's
-// index-only choices.
-template <int DT, int TM, int TN, int TK, int ST, int SWAP>
+// index-only choices. CH = 0 runs GEMMs of one K chunk, CH = 1 GEMMs of several
+// (rows with wgmma N <= MKG_CHUNKED_MAX_WN only).
+// NOTE: two instantiations rather than a runtime branch: with both consumer loops in
+// one kernel ptxas serialized every wgmma (C7520), and the flat chunk loop alone
+// measured 5-18% slower than the plain one on single-chunk GEMMs.
+template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CH>
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
 mkg_gemm_persistent_sm90(const mkg_gemm_params *__restrict__ p, int raster, int group, int split)
 {
@@ -73,23 +77,23 @@ mkg_gemm_persistent_sm90(const mkg_gemm_params *__restrict__ p, int raster, int 
         typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
         const int wg = threadIdx.x / 128 - 1;
         float d[S::WN / 2];                              // (64, WN) chunk accumulators
-        float tot[S::CHUNKED ? S::WN / 2 : 1];           // chunk fold
+        float tot[CH ? S::WN / 2 : 1];                   // chunk fold
 #pragma unroll
         for (int i = 0; i < S::WN / 2; ++i)
             d[i] = 0.0f;
-        if constexpr (!S::CHUNKED) {
-            // One chunk per unit: one step per unit.
+        static_assert(!CH || S::CHUNKED, "only rows with wgmma N <= MKG_CHUNKED_MAX_WN fold chunks");
+        if constexpr (!CH) {
             for (int u = blockIdx.x; u < units; u += gridDim.x)
-                mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP>(p, m, u, 0, raster, group, split, &ring, &sm, wg,
-                                                                d, tot);
+                mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, true>(p, m, u, 0, raster, group, split, &ring, &sm,
+                                                                      wg, d, tot);
         } else {
             // One flat loop over (unit, chunk) steps: see mkg_gemm_consume_step.
             int u = blockIdx.x, c = 0, c_end = 0;
             if (u < units)
                 mkg_unit_chunk_range(p, u, split, &c, &c_end);
             while (u < units) {
-                mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP>(p, m, u, c, raster, group, split, &ring, &sm, wg,
-                                                                d, tot);
+                mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false>(p, m, u, c, raster, group, split, &ring,
+                                                                       &sm, wg, d, tot);
                 if (++c == c_end) {
                     u += gridDim.x;
                     if (u < units)
@@ -99,6 +103,16 @@ mkg_gemm_persistent_sm90(const mkg_gemm_params *__restrict__ p, int raster, int 
         }
         mkg_epilogue_drain();
     }
+}
+
+// The chunked instantiation of a row, or NULL for rows that cannot fold chunks.
+template <int DT, int TM, int TN, int TK, int ST, int SWAP>
+static const void *mkg_chunked_kernel_sm90(void)
+{
+    if constexpr (mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED)
+        return (const void *)mkg_gemm_persistent_sm90<DT, TM, TN, TK, ST, SWAP, 1>;
+    else
+        return NULL;
 }
 
 #endif /* MKG_GEMM_SM90_CUH */

@@ -182,7 +182,9 @@ static __device__ __forceinline__ void mkg_unit_chunk_range(const mkg_gemm_param
 // NOTE: steps are flat on purpose. With the chunk loop nested inside the unit loop,
 // ptxas serialized every wgmma (advisory C7520, "WG.AR in divergent path"); one loop
 // over (unit, chunk) steps with the drain at the end of each keeps them pipelined.
-template <int DT, int TM, int TN, int TK, int ST, int SWAP>
+// ONE: the caller knows the GEMM has a single chunk and no split (every unit is one
+// step), so d restarts per unit and the epilogue reads d (no fold).
+template <int DT, int TM, int TN, int TK, int ST, int SWAP, bool ONE = !mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED>
 static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_params *p, int m, int unit, int c,
                                                              int raster, int group, int split, mkg_ring *r,
                                                              const mkg_smem *sm, int wg, float *d, float *tot)
@@ -194,7 +196,8 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
     const uint32_t y_row = S::P == 128 ? 0u : (uint32_t)(WN * wg); // this warpgroup's Y rows
     const bool releaser = (threadIdx.x & 127) == 0;
     const int kb = c * u.kct, ke = min(kb + u.kct, u.kt);
-    if constexpr (!S::CHUNKED) {
+    static_assert(ONE || S::CHUNKED, "kernels with wgmma N > MKG_CHUNKED_MAX_WN run one chunk per unit");
+    if constexpr (ONE) {
         // NOTE: the epilogue reads d on data-dependent paths; restarting d unconditionally
         // here keeps ptxas from serializing the next unit's wgmma behind those reads (C7520).
 #pragma unroll
@@ -233,8 +236,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
 
     const int x0 = (SWAP ? u.t.n * TN : u.t.m * TM) + (int)x_row;
     const int y0 = (SWAP ? u.t.m * TM : u.t.n * TN) + (int)y_row;
-    if constexpr (!S::CHUNKED) {
-        // One chunk per tile (the host guarantees it for these kernels).
+    if constexpr (ONE) {
         mkg_epilogue_store<WN, SWAP>(p, m, d, x0, y0, r, sm, wg);
     } else {
         const bool partials = u.splits > 1;

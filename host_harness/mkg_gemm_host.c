@@ -10,6 +10,7 @@
 #include "mkg_gemm.h"
 #include "mkg_internal.h"
 #include "mkg_nvtx.h"
+#include "mkg_tile_order.h"
 
 struct mkg_gemm_op {
     mkg_gemm_desc desc;         /* workspace filled in when the op owns one */
@@ -18,12 +19,12 @@ struct mkg_gemm_op {
     int sms;                    /* multiprocessors of the device it was created on */
 };
 
-const void *mkg_kernel_sm90(mkg_dtype t, int s)
+const void *mkg_kernel_sm90(mkg_dtype t, int s, int chunked)
 {
     if (t == MKG_DTYPE_BF16)
-        return mkg_kernel_sm90_bf16(s);
+        return mkg_kernel_sm90_bf16(s, chunked);
     if (t == MKG_DTYPE_FP16)
-        return mkg_kernel_sm90_fp16(s);
+        return mkg_kernel_sm90_fp16(s, chunked);
     return NULL;
 }
 
@@ -41,14 +42,17 @@ mkg_status mkg_device_check(void)
 
 static mkg_status mkg_prepare_kernels(mkg_dtype t)
 {
-    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
-        const void *k = mkg_kernel_sm90(t, s);
-        if (!k || cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       MKG_LAUNCH_SMEM_BYTES) != cudaSuccess) {
-            (void)cudaGetLastError();
-            return MKG_ERR_CUDA;
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s)
+        for (int chunked = 0; chunked < 2; ++chunked) {
+            const void *k = mkg_kernel_sm90(t, s, chunked);
+            if (!k)
+                continue;                               /* rows that cannot fold chunks */
+            if (cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, MKG_LAUNCH_SMEM_BYTES) !=
+                cudaSuccess) {
+                (void)cudaGetLastError();
+                return MKG_ERR_CUDA;
+            }
         }
-    }
     return MKG_OK;
 }
 
@@ -147,8 +151,10 @@ mkg_status mkg_gemm_launch(const mkg_gemm_op *op, int s, int grid, cudaStream_t 
     void *args[4] = {(void *)&p, (void *)&raster, (void *)&group, (void *)&split};
     dim3 gd = {(unsigned)g, 1, 1};
     dim3 bd = {MKG_LAUNCH_THREADS, 1, 1};
-    if (cudaLaunchKernel(mkg_kernel_sm90(op->desc.a_type, s), gd, bd, args, MKG_LAUNCH_SMEM_BYTES, stream) !=
-        cudaSuccess) {
+    const void *kernel = mkg_kernel_sm90(d->a_type, s, mkg_chunk_count(d->k, d->kc) > 1);
+    if (!kernel)
+        return MKG_ERR_SCHEDULE_INELIGIBLE;
+    if (cudaLaunchKernel(kernel, gd, bd, args, MKG_LAUNCH_SMEM_BYTES, stream) != cudaSuccess) {
         (void)cudaGetLastError();
         return MKG_ERR_CUDA;
     }

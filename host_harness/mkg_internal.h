@@ -13,12 +13,13 @@
 extern "C" {
 #endif
 
-/* Persistent kernel of schedule s for bf16 / fp16 inputs; NULL if s is unknown. */
-const void *mkg_kernel_sm90_bf16(int s);
-const void *mkg_kernel_sm90_fp16(int s);
+/* Persistent kernel of schedule s for bf16 / fp16 inputs, for GEMMs of one K chunk
+ * (chunked = 0) or several (1); NULL if s is unknown or cannot fold chunks. */
+const void *mkg_kernel_sm90_bf16(int s, int chunked);
+const void *mkg_kernel_sm90_fp16(int s, int chunked);
 
 /* Kernel of schedule s for input dtype t, or NULL. */
-const void *mkg_kernel_sm90(mkg_dtype t, int s);
+const void *mkg_kernel_sm90(mkg_dtype t, int s, int chunked);
 
 #ifdef __cplusplus
 }

@@ -8,7 +8,7 @@
 #include "mkg_internal.h"
 
 #define MKG_KERNEL_TABLE_FN(fn_name, DT)                                                   \
-    extern "C" const void *fn_name(int s)                                                  \
+    extern "C" const void *fn_name(int s, int chunked)                                     \
     {                                                                                      \
         switch (s) {                                                                       \
             MKG_SCHEDULE_LIST(MKG_X_KERNEL_CASE_##DT)                                      \
@@ -16,9 +16,13 @@
         }                                                                                  \
     }
 
-#define MKG_X_KERNEL_CASE_BF16(name, tm, tn, tk, st, raster, group, swap, split) \
-    case MKG_SCHED_##name: return (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_BF16, tm, tn, tk, st, swap>;
-#define MKG_X_KERNEL_CASE_FP16(name, tm, tn, tk, st, raster, group, swap, split) \
-    case MKG_SCHED_##name: return (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_FP16, tm, tn, tk, st, swap>;
+#define MKG_X_KERNEL_CASE_BF16(name, tm, tn, tk, st, raster, group, swap, split)                       \
+    case MKG_SCHED_##name:                                                                             \
+        return chunked ? mkg_chunked_kernel_sm90<MKG_DTYPE_BF16, tm, tn, tk, st, swap>()                \
+                       : (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_BF16, tm, tn, tk, st, swap, 0>;
+#define MKG_X_KERNEL_CASE_FP16(name, tm, tn, tk, st, raster, group, swap, split)                       \
+    case MKG_SCHED_##name:                                                                             \
+        return chunked ? mkg_chunked_kernel_sm90<MKG_DTYPE_FP16, tm, tn, tk, st, swap>()                \
+                       : (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_FP16, tm, tn, tk, st, swap, 0>;
 
 #endif /* MKG_KERNELS_SM90_CUH */

@@ -5,8 +5,9 @@
 int mkg_plan_kc(int n, int k, int sms)
 {
     const int tiles = mkg_ceil_div(n, MKG_PLAN_DECODE_ROWS);
-    /* Enough tiles to keep half the SMs streaming weights: no chunking, no fold cost. */
-    if (2 * tiles >= sms || k <= MKG_PLAN_MIN_KC)
+    /* Enough tiles to keep a quarter of the SMs streaming weights, or K too short to
+     * cut into two long chunks: no chunking, no fold cost. */
+    if (4 * tiles >= sms || k < 2 * MKG_PLAN_MIN_KC)
         return k;
     const int chunks = mkg_ceil_div(sms, tiles);
     int kc = mkg_ceil_div(mkg_ceil_div(k, chunks), 64) * 64;

@@ -13,12 +13,15 @@ extern "C" {
 
 /* Weight rows per decode work unit (swap_ab tiles put 128 weight rows on the MMA side). */
 #define MKG_PLAN_DECODE_ROWS 128
-/* Smallest chunk: 4 stages of 64; every chunk edge drains the wgmma pipeline once. */
-#define MKG_PLAN_MIN_KC 256
+/* Smallest chunk. Every chunk edge drains the wgmma pipeline and folds the partial;
+ * on the H200 that cost ~70% at KC = 256 and ~10% at KC ~ 1000 for large M (NOTES.md),
+ * so chunks stay at least 32 stages deep. */
+#define MKG_PLAN_MIN_KC 2048
 
 /** K chunk for an N x K layer on a GPU with `sms` multiprocessors: K (one chunk)
- *  when N / 128 decode tiles already cover half the GPU, else the largest multiple
- *  of 64 (>= MKG_PLAN_MIN_KC) that gives decode about `sms` work units. */
+ *  when N / 128 decode tiles cover a quarter of the GPU or K < 2 * MKG_PLAN_MIN_KC,
+ *  else the largest multiple of 64 (>= MKG_PLAN_MIN_KC) that gives decode about
+ *  `sms` work units. */
 int mkg_plan_kc(int n, int k, int sms);
 
 #ifdef __cplusplus
