@@ -58,7 +58,7 @@ fi
 
 if has sanitize; then
   say "compute-sanitizer"
-  filt="Gpu.NanAndInfPropagate:Gpu.InvalidInputLaunchesNothing:Gpu.EveryScheduleRaggedShapesBf16"
+  filt="Gpu.NanAndInfPropagate:Gpu.InvalidInputLaunchesNothing:Gpu.EveryScheduleRaggedShapesBf16:Gpu.ChunkedK*"
   for tool in memcheck racecheck synccheck; do
     MKG_TEST_QUICK=1 timeout "${MKG_SANITIZE_TIMEOUT:-200}" compute-sanitizer --tool $tool --error-exitcode 9 \
       "$build"/tests/mkgemm_gpu_tests --gtest_filter="$filt" >"$out/sanitize_$tool.log" 2>&1

@@ -18,11 +18,17 @@ extern "C" {
  * so chunks stay at least 32 stages deep. */
 #define MKG_PLAN_MIN_KC 2048
 
-/** K chunk for an N x K layer on a GPU with `sms` multiprocessors: K (one chunk)
- *  when N / 128 decode tiles cover a quarter of the GPU or K < 2 * MKG_PLAN_MIN_KC,
- *  else the largest multiple of 64 (>= MKG_PLAN_MIN_KC) that gives decode about
- *  `sms` work units. */
+/** The layer's canonical K chunk in invariant mode: K (one chunk) for every layer.
+ *  NOTE: measured on the H200 (bench/NOTES.md, v3), chunking the narrow public layers at
+ *  KC = 2048..2880 cost 11% at M >= 512 (wgmma N 256 tiles cannot fold, and every chunk
+ *  edge drains the pipeline), while split-K bought nothing on standalone decode launches,
+ *  which are launch-bound. Until the fold is overlapped, one chunk is the largest KC. */
 int mkg_plan_kc(int n, int k, int sms);
+
+/** The decode-parallel chunk for an N x K layer that opts into split-K: K when N / 128
+ *  decode tiles cover a quarter of the GPU or K < 2 * MKG_PLAN_MIN_KC, else the largest
+ *  multiple of 64 (>= MKG_PLAN_MIN_KC) that gives decode about `sms` work units. */
+int mkg_plan_kc_decode(int n, int k, int sms);
 
 #ifdef __cplusplus
 }

@@ -93,13 +93,14 @@ TEST(Planner, KcDependsOnNAndKOnlyAndIsAValidChunk)
                              {2048, 2048}, {16384, 2048}, {2048, 8192}, {768, 768}, {8192, 8192}};
     for (const auto &l : layers) {
         const int n = l[0], k = l[1];
-        const int kc = mkg_plan_kc(n, k, 132);
+        EXPECT_EQ(mkg_plan_kc(n, k, 132), k) << "invariant mode keeps one chunk (see mkg_plan.h)";
+        const int kc = mkg_plan_kc_decode(n, k, 132);
         EXPECT_TRUE(kc == k || (kc % 64 == 0 && kc >= MKG_PLAN_MIN_KC && kc < k)) << n << "x" << k << " kc " << kc;
         const int tiles = mkg_ceil_div(n, MKG_PLAN_DECODE_ROWS);
         if (4 * tiles >= 132 || k < 2 * MKG_PLAN_MIN_KC)
             EXPECT_EQ(kc, k) << "wide or short layers keep one chunk";
         else
             EXPECT_GE(mkg_chunk_count(k, kc), 2) << n << "x" << k << " narrow long layers are chunked";
-        EXPECT_EQ(kc, mkg_plan_kc(n, k, 132)) << "deterministic";
+        EXPECT_EQ(kc, mkg_plan_kc_decode(n, k, 132)) << "deterministic";
     }
 }
