@@ -214,18 +214,18 @@ __global__ void mkg_mismatch_kernel(const unsigned char *x, long long ldx, const
         atomicAdd(count, local);
 }
 
-extern "C" cudaError_t mkg_count_mismatch_gpu(const void *x, long long ldx, const void *y, long long ldy, int rows,
-                                              int cols, int esize, long long *count, cudaStream_t stream)
+// A zeroed device counter for one counting kernel, read back (and freed) by mkg_counter_read.
+static cudaError_t mkg_counter_open(unsigned long long **d, cudaStream_t stream)
 {
-    unsigned long long *d = NULL, h = 0;
-    cudaError_t e = cudaMallocAsync((void **)&d, sizeof *d, stream);
-    if (e == cudaSuccess)
-        e = cudaMemsetAsync(d, 0, sizeof *d, stream);
-    if (e == cudaSuccess) {
-        mkg_mismatch_kernel<<<1024, 256, 0, stream>>>((const unsigned char *)x, ldx, (const unsigned char *)y, ldy,
-                                                      rows, cols, esize, d);
-        e = cudaGetLastError();
-    }
+    *d = NULL;
+    cudaError_t e = cudaMallocAsync((void **)d, sizeof **d, stream);
+    return e == cudaSuccess ? cudaMemsetAsync(*d, 0, sizeof **d, stream) : e;
+}
+
+// e: the status so far (the launch's); the counter is freed either way.
+static cudaError_t mkg_counter_read(cudaError_t e, unsigned long long *d, long long *count, cudaStream_t stream)
+{
+    unsigned long long h = 0;
     if (e == cudaSuccess)
         e = cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, stream);
     if (e == cudaSuccess)
@@ -233,6 +233,19 @@ extern "C" cudaError_t mkg_count_mismatch_gpu(const void *x, long long ldx, cons
     cudaFreeAsync(d, stream);
     *count = (long long)h;
     return e == cudaSuccess ? cudaStreamSynchronize(stream) : e;
+}
+
+extern "C" cudaError_t mkg_count_mismatch_gpu(const void *x, long long ldx, const void *y, long long ldy, int rows,
+                                              int cols, int esize, long long *count, cudaStream_t stream)
+{
+    unsigned long long *d;
+    cudaError_t e = mkg_counter_open(&d, stream);
+    if (e == cudaSuccess) {
+        mkg_mismatch_kernel<<<1024, 256, 0, stream>>>((const unsigned char *)x, ldx, (const unsigned char *)y, ldy,
+                                                      rows, cols, esize, d);
+        e = cudaGetLastError();
+    }
+    return mkg_counter_read(e, d, count, stream);
 }
 
 // ---- writes outside the output block --------------------------------------------------------
@@ -256,19 +269,11 @@ __global__ void mkg_outside_kernel(const unsigned char *c, int esize, long long 
 extern "C" cudaError_t mkg_count_outside_gpu(const void *c, int esize, long long ld, long long rows_alloc, int m,
                                              int n, unsigned char pattern, long long *count, cudaStream_t stream)
 {
-    unsigned long long *d = NULL, h = 0;
-    cudaError_t e = cudaMallocAsync((void **)&d, sizeof *d, stream);
-    if (e == cudaSuccess)
-        e = cudaMemsetAsync(d, 0, sizeof *d, stream);
+    unsigned long long *d;
+    cudaError_t e = mkg_counter_open(&d, stream);
     if (e == cudaSuccess) {
         mkg_outside_kernel<<<1024, 256, 0, stream>>>((const unsigned char *)c, esize, ld, rows_alloc, m, n, pattern, d);
         e = cudaGetLastError();
     }
-    if (e == cudaSuccess)
-        e = cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, stream);
-    if (e == cudaSuccess)
-        e = cudaStreamSynchronize(stream);
-    cudaFreeAsync(d, stream);
-    *count = (long long)h;
-    return e == cudaSuccess ? cudaStreamSynchronize(stream) : e;
+    return mkg_counter_read(e, d, count, stream);
 }
