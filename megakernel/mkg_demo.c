@@ -17,13 +17,13 @@ static void mkg_demo_print_schedules(void)
 {
     printf("mkgemm %s: %d compile-time schedules, %d threads per CTA, %d KiB operand ring\n\n",
            MKG_VERSION_STRING, MKG_SCHED_COUNT, MKG_LAUNCH_THREADS, MKG_LAUNCH_RING_BYTES / 1024);
-    printf("%-26s %4s %4s %4s %3s %7s %6s %5s %10s\n", "schedule", "TM", "TN", "TK", "ST", "raster", "group",
-           "swap", "ring KiB");
+    printf("%-30s %4s %4s %4s %3s %7s %6s %5s %6s %10s\n", "schedule", "TM", "TN", "TK", "ST", "raster", "group",
+           "swap", "split", "ring KiB");
     for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
         const mkg_schedule_info *i = mkg_schedule_get(s);
         const int ring = i->stages * (i->tile_m + i->tile_n) * i->tile_k * 2;   /* 16-bit inputs */
-        printf("%-26s %4d %4d %4d %3d %7s %6d %5s %10d\n", i->name, i->tile_m, i->tile_n, i->tile_k, i->stages,
-               i->raster == MKG_RASTER_M ? "M" : "N", i->group, i->swap_ab ? "yes" : "no", ring / 1024);
+        printf("%-30s %4d %4d %4d %3d %7s %6d %5s %6d %10d\n", i->name, i->tile_m, i->tile_n, i->tile_k, i->stages,
+               i->raster == MKG_RASTER_M ? "M" : "N", i->group, i->swap_ab ? "yes" : "no", i->split, ring / 1024);
     }
     printf("\n");
 }
