@@ -47,7 +47,18 @@ extern "C" {
     X(MKG_ERR_DRIVER_ENTRY,         "cuTensorMapEncodeTiled could not be obtained")          \
     X(MKG_ERR_TENSOR_MAP,           "cuTensorMapEncodeTiled rejected the operand")           \
     X(MKG_ERR_OUT_OF_MEMORY,        "host or device allocation failed")                      \
-    X(MKG_ERR_CUDA,                 "a CUDA runtime call failed")
+    X(MKG_ERR_CUDA,                 "a CUDA runtime call failed")                            \
+    X(MKG_ERR_BAD_M_MAX,            "layer m_max must be >= 1")                              \
+    X(MKG_ERR_BAD_MODE,             "unknown invariance mode")                               \
+    X(MKG_ERR_M_EXCEEDS_M_MAX,      "M is larger than the m_max the layer was planned for")  \
+    X(MKG_ERR_BAD_LAYER,            "layer index is outside the table")                      \
+    X(MKG_ERR_TABLE_NOT_UPLOADED,   "the layer table has not been uploaded to the device")   \
+    X(MKG_ERR_TABLE_MISSING,        "schedule table file cannot be opened")                  \
+    X(MKG_ERR_TABLE_CORRUPT,        "schedule table file is malformed or fails its checksum") \
+    X(MKG_ERR_TABLE_TRUNCATED,      "schedule table file ends early")                        \
+    X(MKG_ERR_TABLE_VERSION,        "schedule table file is for another library version")    \
+    X(MKG_ERR_TABLE_GPU,            "schedule table file is for another GPU or SM count")    \
+    X(MKG_ERR_TABLE_LAYER,          "schedule table file does not match the layer list")
 
 typedef enum mkg_status {
 #define MKG_X_ENUM(code, msg) code,

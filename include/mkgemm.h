@@ -17,5 +17,6 @@
 #include "mkg_tile_order.h"
 #include "mkg_gemm.h"
 #include "mkg_plan.h"
+#include "mkg_layer.h"
 
 #endif /* MKGEMM_H */

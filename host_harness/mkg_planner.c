@@ -1,0 +1,246 @@
+/* mkg_planner.c - the analytic cost model, eligibility, the per-bucket pick and
+ * its explanation.
+ *
+ * Predicted time of schedule s at M x N x K (all times in microseconds):
+ *   units     = tiles_m * tiles_n * splits           (work units; splits = min(SPLIT, chunks))
+ *   waves     = ceil(units / SMs)                    (the busiest SM runs `waves` units)
+ *   t_unit    = max(MMA time, operand streaming time) + epilogue + per-unit cost
+ *               MMA time: 2 TM TN K_unit / (sm_tflops * efficiency(wgmma N, MMA rows))
+ *               streaming: (TM + TN) * 128 B per K tile, at the lesser of the SM's share of
+ *               L2 bandwidth and what ST stages in flight sustain over the memory latency
+ *   t_compute = waves * t_unit                       (padding waste and last-wave fill included)
+ *   t_memory  = DRAM bytes / dram_tbps, with A or B re-read once per raster band when it does
+ *               not fit in L2 (the band of GROUP tiles keeps the other operand resident)
+ *   t         = (t_compute^p + t_memory^p)^(1/p) + launch + split overhead
+ *               (a soft maximum: at decode every schedule is DRAM-bound, and the one that
+ *               streams with fewer bytes per unit and more in flight still measures faster)
+ * The constants live in mkg_cost_model_h200() and nowhere else.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mkg_layer.h"
+#include "mkg_plan.h"
+#include "mkg_tile_order.h"
+
+mkg_cost_model mkg_cost_model_h200(void)
+{
+    /* NOTE: fitted to the per-schedule times of bench/results/gemm_{bf16,fp16}.json
+     * (every public shape, every eligible schedule) by tools/calibrate_cost_model.py;
+     * bench/NOTES.md records the fit and the pick-vs-oracle result. */
+    mkg_cost_model cm;
+    cm.sm_tflops = 7.148;
+    cm.dram_tbps = 3.874;
+    cm.l2_tbps = 12.510;
+    cm.l2_mb = 40.0;            /* not fitted: the H200's 50 MB L2 less what C and other data hold */
+    cm.mem_latency_us = 1.431;
+    cm.launch_us = 1.092;
+    cm.unit_us = 1.896;
+    cm.epi_gbps = 56.655;
+    cm.eff_p64 = 0.990;
+    cm.eff_wn[0] = 0.905;       /* wgmma N >= 256 */
+    cm.eff_wn[1] = 0.887;       /* 192 */
+    cm.eff_wn[2] = 1.000;       /* 128 */
+    cm.eff_wn[3] = 0.757;       /* 64 */
+    cm.eff_wn[4] = 0.410;       /* <= 32 */
+    cm.split_us = 0.500;        /* not identified by the data: invariant-mode runs never split */
+    cm.overlap_p = 2.085;
+    return cm;
+}
+
+static double mkg_eff(const mkg_cost_model *cm, const mkg_schedule_info *i, int wn)
+{
+    const int idx = wn >= 256 ? 0 : wn >= 192 ? 1 : wn >= 128 ? 2 : wn >= 64 ? 3 : 4;
+    const int p = i->swap_ab ? i->tile_n : i->tile_m;
+    return cm->eff_wn[idx] * (p == 64 ? cm->eff_p64 : 1.0);
+}
+
+/* DRAM bytes of one GEMM under the schedule's raster: the operand swept across a band
+ * is re-read once per band unless it fits in L2. */
+static double mkg_dram_bytes(const mkg_cost_model *cm, const mkg_schedule_info *i, int m, int n, int k, mkg_dtype out)
+{
+    const double a = 2.0 * m * k, b = 2.0 * n * k, c = (double)mkg_dtype_size(out) * m * n;
+    const int tiles_m = mkg_ceil_div(m, i->tile_m), tiles_n = mkg_ceil_div(n, i->tile_n);
+    const double l2 = cm->l2_mb * 1e6;
+    if (i->raster == MKG_RASTER_M) {
+        const int bands = mkg_ceil_div(tiles_m, i->group < 1 ? 1 : i->group);
+        return a + (b <= l2 ? b : b * bands) + c;
+    }
+    const int bands = mkg_ceil_div(tiles_n, i->group < 1 ? 1 : i->group);
+    return b + (a <= l2 ? a : a * bands) + c;
+}
+
+/* The model's terms for one schedule (see the file header). */
+typedef struct mkg_cost_terms {
+    int units, waves;
+    double fill;                /* busy fraction of the last wave */
+    double eff;                 /* tensor efficiency used */
+    double t_unit, t_compute, t_memory, t_total;
+} mkg_cost_terms;
+
+static int mkg_cost_eval(const mkg_cost_model *cm, int s, int m, int n, int k, int kc, mkg_dtype out, int sms,
+                         mkg_cost_terms *t)
+{
+    const mkg_schedule_info *i = mkg_schedule_get(s);
+    if (!i || m < 1 || n < 1 || k < 1 || sms < 1)
+        return 0;
+    const int chunks = mkg_chunk_count(k, kc);
+    const int splits = mkg_split_count(i->split, chunks);
+    t->units = mkg_ceil_div(m, i->tile_m) * mkg_ceil_div(n, i->tile_n) * splits;
+    t->waves = mkg_ceil_div(t->units, sms);
+    t->fill = (double)t->units / ((double)t->waves * sms);
+    const int active = t->units < sms ? t->units : sms;
+    const int kt = mkg_ceil_div(k, i->tile_k);
+    const int kct = mkg_chunk_ktiles(k, kc, i->tile_k);
+    int kt_unit = mkg_ceil_div(chunks, splits) * kct;
+    if (kt_unit > kt)
+        kt_unit = kt;
+
+    t->eff = mkg_eff(cm, i, mkg_schedule_wgmma_n(s));
+    const double flop_unit = 2.0 * i->tile_m * i->tile_n * (double)kt_unit * i->tile_k;
+    const double t_mma = flop_unit / (cm->sm_tflops * 1e6 * t->eff);
+    const double stage_bytes = (double)(i->tile_m + i->tile_n) * i->tile_k * 2.0;
+    const double share_gbps = cm->l2_tbps * 1e3 / active;                    /* GB/s = bytes/ns */
+    const double inflight_gbps = i->stages * stage_bytes / (cm->mem_latency_us * 1e3);
+    const double stream_gbps = share_gbps < inflight_gbps ? share_gbps : inflight_gbps;
+    const double t_stream = stage_bytes * kt_unit / (stream_gbps * 1e3);
+    const double t_epi = (double)mkg_dtype_size(out) * i->tile_m * i->tile_n / (cm->epi_gbps * 1e3);
+    t->t_unit = (t_mma > t_stream ? t_mma : t_stream) + t_epi + cm->unit_us;
+    t->t_compute = t->waves * t->t_unit;
+    t->t_memory = mkg_dram_bytes(cm, i, m, n, k, out) / (cm->dram_tbps * 1e6);
+    const double t_split = splits > 1 ? cm->split_us * splits : 0.0;
+    const double p = cm->overlap_p;
+    t->t_total = pow(pow(t->t_compute, p) + pow(t->t_memory, p), 1.0 / p) + cm->launch_us + t_split;
+    return 1;
+}
+
+double mkg_cost_predict_us(const mkg_cost_model *cm, int s, int m, int n, int k, int kc, mkg_dtype out, int sms)
+{
+    mkg_cost_terms t;
+    return mkg_cost_eval(cm, s, m, n, k, kc, out, sms, &t) ? t.t_total : -1.0;
+}
+
+static int mkg_layer_kc(const mkg_layer_desc *l, int sms)
+{
+    return l->kc > 0 ? l->kc : mkg_plan_kc(l->n, l->k, sms);
+}
+
+/* The layer as a GEMM descriptor at its planned M (pointers only need to be valid for checks). */
+static mkg_gemm_desc mkg_layer_gemm(const mkg_layer_desc *l, int m, int kc)
+{
+    mkg_gemm_desc d;
+    memset(&d, 0, sizeof d);
+    d.m = m;
+    d.n = l->n;
+    d.k = l->k;
+    d.a_type = d.b_type = l->in_type;
+    d.c_type = l->c_type;
+    d.a = l->a;
+    d.b = l->b;
+    d.c = l->c;
+    d.lda = l->lda;
+    d.ldb = l->ldb;
+    d.ldc = l->ldc;
+    d.epilogue = l->epilogue;
+    d.kc = kc;
+    return d;
+}
+
+int mkg_plan_eligible(const mkg_layer_desc *l, int s)
+{
+    /* The library must run s on this layer (dtype, chunk fold capability). */
+    const mkg_gemm_desc d = mkg_layer_gemm(l, 1, l->kc);
+    if (mkg_schedule_check(&d, s) != MKG_OK)
+        return 0;
+    /* Invariant mode: the determinism contract covers every row for a given kc (the GPU
+     * tests find all rows bitwise identical), so no row is excluded. Fast mode may use any. */
+    return 1;
+}
+
+mkg_status mkg_plan_pick(const mkg_cost_model *cm, const mkg_layer_desc *l, const mkg_gpu_info *g, int m, int *s)
+{
+    if (!cm || !l || !g || !s)
+        return MKG_ERR_NULL_OUT;
+    mkg_layer_desc lk = *l;
+    lk.kc = mkg_layer_kc(l, g->sms);
+    int best = -1;
+    double best_us = 0.0;
+    for (int c = 0; c < MKG_SCHED_COUNT; ++c) {
+        if (!mkg_plan_eligible(&lk, c))
+            continue;
+        const double us = mkg_cost_predict_us(cm, c, m, l->n, l->k, lk.kc, l->c_type, g->sms);
+        if (best < 0 || us < best_us) {
+            best = c;
+            best_us = us;
+        }
+    }
+    if (best < 0)
+        return MKG_ERR_SCHEDULE_INELIGIBLE;
+    *s = best;
+    return MKG_OK;
+}
+
+/* One phrase for what puts `a` ahead of `b`. */
+static const char *mkg_reason(const mkg_cost_terms *a, const mkg_cost_terms *b)
+{
+    if (b->t_total - a->t_total < 0.005)
+        return "a tie in the model; the earlier table row wins";
+    if (a->t_memory >= a->t_compute && b->t_memory >= b->t_compute && a->t_compute < b->t_compute)
+        return "both are DRAM-bound; it streams its units faster (fewer bytes per unit, more in flight)";
+    if (a->waves < b->waves)
+        return "fewer waves over the SMs";
+    if (a->waves == b->waves && a->t_unit < b->t_unit)
+        return "the same waves with a shorter unit (better tensor efficiency or streaming)";
+    if (a->t_memory < b->t_memory)
+        return "less DRAM traffic (L2 reuse of its raster band)";
+    return "lower predicted time overall";
+}
+
+int mkg_plan_explain(const mkg_cost_model *cm, const mkg_layer_desc *l, const mkg_gpu_info *g, int m, char *buf,
+                     size_t size)
+{
+    int best = -1, second = -1;
+    size_t len = 0;
+    if (mkg_plan_pick(cm, l, g, m, &best) != MKG_OK)
+        return snprintf(buf, size, "no eligible schedule\n");
+    mkg_layer_desc lk = *l;
+    lk.kc = mkg_layer_kc(l, g->sms);
+    mkg_cost_terms tb, t2, t;
+    memset(&t2, 0, sizeof t2);
+    mkg_cost_eval(cm, best, m, l->n, l->k, lk.kc, l->c_type, g->sms, &tb);
+#define MKG_EMIT(...)                                                                              \
+    do {                                                                                           \
+        int w_ = snprintf(buf ? buf + len : NULL, len < size ? size - len : 0, __VA_ARGS__);      \
+        len += w_ > 0 ? (size_t)w_ : 0;                                                            \
+    } while (0)
+    MKG_EMIT("layer N=%d K=%d kc=%d M=%d on %s (%d SMs), %s mode\n", l->n, l->k, lk.kc, m, g->name, g->sms,
+             l->mode == MKG_MODE_FAST ? "fast" : "invariant");
+    MKG_EMIT("  %-32s %6s %5s %6s %6s %10s %10s %10s\n", "schedule", "units", "waves", "fill", "eff", "compute_us",
+             "dram_us", "predicted");
+    for (int c = 0; c < MKG_SCHED_COUNT; ++c) {
+        const mkg_schedule_info *i = mkg_schedule_get(c);
+        if (!mkg_plan_eligible(&lk, c)) {
+            MKG_EMIT("  %-32s not eligible: wgmma N %d cannot fold %d K chunks\n", i->name,
+                     mkg_schedule_wgmma_n(c), mkg_chunk_count(l->k, lk.kc));
+            continue;
+        }
+        mkg_cost_eval(cm, c, m, l->n, l->k, lk.kc, l->c_type, g->sms, &t);
+        if (c != best && (second < 0 || t.t_total < t2.t_total)) {
+            second = c;
+            t2 = t;
+        }
+        MKG_EMIT("  %-32s %6d %5d %5.0f%% %6.2f %10.2f %10.2f %10.2f%s\n", i->name, t.units, t.waves, 100.0 * t.fill,
+                 t.eff, t.t_compute, t.t_memory, t.t_total, c == best ? "  <- chosen" : "");
+    }
+    MKG_EMIT("  chosen %s: %d units in %d wave%s (last wave %.0f%% busy), %s-bound (compute %.1f us, DRAM %.1f us)",
+             mkg_schedule_get(best)->name, tb.units, tb.waves, tb.waves == 1 ? "" : "s", 100.0 * tb.fill,
+             tb.t_memory > tb.t_compute ? "DRAM" : "compute", tb.t_compute, tb.t_memory);
+    if (second >= 0)
+        MKG_EMIT("; beats %s (%.2f us) by %.2f us: %s\n", mkg_schedule_get(second)->name, t2.t_total,
+                 t2.t_total - tb.t_total, mkg_reason(&tb, &t2));
+    else
+        MKG_EMIT("; the only eligible schedule\n");
+#undef MKG_EMIT
+    return (int)len;
+}

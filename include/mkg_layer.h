@@ -1,0 +1,145 @@
+/* mkg_layer.h - layers, M buckets, the cost-model planner and the per-layer
+ * schedule table that device code dispatches from.
+ *
+ * At startup the host describes each layer once (mkg_layer_desc), the planner
+ * fills one schedule per M bucket (cost model, or a measured table file), and
+ * the whole table goes to device memory once. At run time device code reads a
+ * layer's current M, takes its bucket and runs that bucket's schedule.
+ * Buckets are finer at small M: upper bounds 1, 2, 3, 4, 6, 8, 12, 16, 24, ...
+ * (powers of two and the midpoints between them).
+ */
+#ifndef MKG_LAYER_H
+#define MKG_LAYER_H
+
+#include <stddef.h>
+
+#include "mkg_gemm.h"
+#include "mkg_schedules.h"
+#include "mkg_status.h"
+#include "mkg_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum mkg_mode {
+    MKG_MODE_INVARIANT = 0,     /* bits of row i depend on A[i,:], B and kc only (SPEC section 5) */
+    MKG_MODE_FAST = 1,          /* any schedule, any chunking, for speed */
+    MKG_MODE_COUNT
+} mkg_mode;
+
+/** A linear layer as the application describes it once at startup. */
+typedef struct mkg_layer_desc {
+    int n, k;                   /**< output features, input features */
+    mkg_dtype in_type;          /**< A and B dtype (bf16 or fp16) */
+    mkg_dtype c_type;           /**< output dtype */
+    const void *a;              /**< activations, m_max x K, row stride lda */
+    const void *b;              /**< weights, N x K, row stride ldb */
+    void *c;                    /**< output, m_max x N, row stride ldc */
+    long long lda, ldb, ldc;
+    mkg_epilogue epilogue;
+    int m_max;                  /**< largest M any step will run */
+    mkg_mode mode;
+    int kc;                     /**< canonical K chunk; 0: the planner's (mkg_plan_kc) */
+} mkg_layer_desc;
+
+// ---- M buckets ------------------------------------------------------------------------
+
+#define MKG_MAX_BUCKETS 40
+
+/* Bucket of M >= 1: the smallest b with mkg_bucket_upper(b) >= m. */
+static MKG_HD int mkg_bucket_of(int m)
+{
+    if (m <= 2)
+        return m < 1 ? 0 : m - 1;
+    unsigned v = (unsigned)(m - 1);
+    int e = 0;                                  /* floor(log2(m - 1)): 2^e < m <= 2^(e+1) */
+    while (v >>= 1)
+        ++e;
+    return (2 * m <= 3 << e) ? 2 * e : 2 * e + 1;  /* m <= 3 * 2^(e-1): the midpoint bucket */
+}
+
+/* Largest M of bucket b. */
+static MKG_HD int mkg_bucket_upper(int b)
+{
+    if (b < 2)
+        return b + 1;
+    const int e = b / 2;
+    return (b & 1) ? 2 << e : 3 << (e - 1);
+}
+
+static MKG_HD int mkg_bucket_count(int m_max)
+{
+    return mkg_bucket_of(m_max) + 1;
+}
+
+// ---- GPU and cost model -----------------------------------------------------------------
+
+typedef struct mkg_gpu_info {
+    char name[96];              /* cudaDeviceProp.name */
+    int sms;                    /* multiprocessors */
+} mkg_gpu_info;
+
+/* Constants of the analytic cost model, calibrated per GPU (mkg_cost_model_h200()). */
+typedef struct mkg_cost_model {
+    double sm_tflops;           /* dense 16-bit MMA rate of one SM under sustained load, TFLOP/s */
+    double dram_tbps;           /* achievable DRAM bandwidth, TB/s */
+    double l2_tbps;             /* L2 -> SM operand bandwidth of the whole chip, TB/s */
+    double l2_mb;               /* L2 capacity usable for operand reuse, MB */
+    double mem_latency_us;      /* TMA round trip that in-flight stages must cover */
+    double launch_us;           /* launch, prologue and final drain of one GEMM */
+    double unit_us;             /* fixed cost of one work unit (tile switch, epilogue issue) */
+    double epi_gbps;            /* epilogue store rate of one SM, GB/s */
+    double eff_p64;             /* tensor efficiency factor of 64-row MMA tiles (both consumers share X) */
+    double eff_wn[5];           /* tensor efficiency by consumer wgmma N: >=256, 192, 128, 64, <=32 */
+    double split_us;            /* extra cost per split unit: partial write, counter, fold read */
+    double overlap_p;           /* compute and DRAM time combine as (tc^p + tm^p)^(1/p): large p = max */
+} mkg_cost_model;
+
+/** The model calibrated on the H200 (bench/results, bench/NOTES.md). */
+mkg_cost_model mkg_cost_model_h200(void);
+
+/** Predicted microseconds of schedule s for M x N x K (chunk kc) on `sms` SMs; < 0 if s is unknown. */
+double mkg_cost_predict_us(const mkg_cost_model *cm, int s, int m, int n, int k, int kc, mkg_dtype out, int sms);
+
+/** Eligible: s runs this layer at M (dtype, chunk fold) and, in invariant mode, the
+ *  determinism contract covers it (every row today: all are bitwise identical). */
+int mkg_plan_eligible(const mkg_layer_desc *l, int s);
+
+/** Cost-model choice for layer l at M (the bucket's upper M when planning a table). */
+mkg_status mkg_plan_pick(const mkg_cost_model *cm, const mkg_layer_desc *l, const mkg_gpu_info *g, int m, int *s);
+
+/** Writes, for layer l at M, every eligible schedule with its predicted time and the
+ *  terms behind it, and why the winner won; returns the length written (snprintf style). */
+int mkg_plan_explain(const mkg_cost_model *cm, const mkg_layer_desc *l, const mkg_gpu_info *g, int m, char *buf,
+                     size_t size);
+
+// ---- planned table ----------------------------------------------------------------------
+
+/** One layer's plan: its chunk and one schedule per M bucket. */
+typedef struct mkg_layer_plan {
+    int kc;
+    int buckets;
+    unsigned char schedule[MKG_MAX_BUCKETS];
+} mkg_layer_plan;
+
+/** Validates every layer; *bad gets the first bad layer's index (-1 if none). */
+mkg_status mkg_layers_validate(const mkg_layer_desc *layers, int count, int *bad);
+
+/** Fills plans[i] for every layer from the cost model. */
+mkg_status mkg_layers_plan(const mkg_cost_model *cm, const mkg_layer_desc *layers, int count,
+                           const mkg_gpu_info *g, mkg_layer_plan *plans);
+
+/** Writes a versioned table file keyed by GPU name, SM count and library version. */
+mkg_status mkg_table_save(const char *path, const mkg_gpu_info *g, const mkg_layer_desc *layers,
+                          const mkg_layer_plan *plans, int count);
+
+/** Reads a table file into plans; a missing, corrupt, truncated, foreign-GPU,
+ *  other-version or other-layer-list file returns its own status and leaves plans untouched. */
+mkg_status mkg_table_load(const char *path, const mkg_gpu_info *g, const mkg_layer_desc *layers,
+                          mkg_layer_plan *plans, int count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MKG_LAYER_H */

@@ -1,0 +1,145 @@
+// cpu_planner_test.cc - M buckets, the cost model's properties, eligibility of
+// the picks, and the explain output.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "mkgemm.h"
+
+namespace {
+
+mkg_layer_desc layer(int n, int k, int kc = 0)
+{
+    mkg_layer_desc l = {};
+    l.n = n;
+    l.k = k;
+    l.in_type = l.c_type = MKG_DTYPE_BF16;
+    l.a = reinterpret_cast<const void *>(0x10000);
+    l.b = reinterpret_cast<const void *>(0x20000);
+    l.c = reinterpret_cast<void *>(0x30000);
+    l.lda = l.ldb = k;
+    l.ldc = n;
+    l.epilogue = MKG_EPI_STORE;
+    l.m_max = 8192;
+    l.mode = MKG_MODE_INVARIANT;
+    l.kc = kc;
+    return l;
+}
+
+mkg_gpu_info h200()
+{
+    mkg_gpu_info g = {};
+    snprintf(g.name, sizeof g.name, "NVIDIA H200");
+    g.sms = 132;
+    return g;
+}
+
+}  // namespace
+
+TEST(Buckets, EveryBoundary)
+{
+    EXPECT_EQ(mkg_bucket_of(1), 0);
+    EXPECT_EQ(mkg_bucket_upper(0), 1);
+    int prev = -1;
+    for (int m = 1; m <= 300000; ++m) {
+        const int b = mkg_bucket_of(m);
+        ASSERT_GE(mkg_bucket_upper(b), m) << m;
+        if (b > 0)
+            ASSERT_LT(mkg_bucket_upper(b - 1), m) << "bucket " << b << " is the smallest holding " << m;
+        ASSERT_TRUE(b == prev || b == prev + 1) << "buckets are contiguous at M=" << m;
+        prev = b;
+    }
+    // Finer at small M: every M up to 4 has its own bucket, then powers of two and midpoints.
+    const int uppers[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512};
+    for (int b = 0; b < static_cast<int>(sizeof uppers / sizeof uppers[0]); ++b)
+        EXPECT_EQ(mkg_bucket_upper(b), uppers[b]);
+    EXPECT_EQ(mkg_bucket_count(8192), mkg_bucket_of(8192) + 1);
+    EXPECT_LE(mkg_bucket_count(1 << 20), MKG_MAX_BUCKETS);
+}
+
+TEST(CostModel, PredictionsAreMonotoneInMAndAboveTheFloors)
+{
+    const mkg_cost_model cm = mkg_cost_model_h200();
+    const int shapes[][2] = {{28672, 4096}, {2048, 2048}, {4096, 14336}, {768, 768}};
+    for (const auto &sh : shapes)
+        for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+            double prev = 0.0;
+            for (int m = 1; m <= 8192; m = m < 8 ? m + 1 : m * 2) {
+                const double us = mkg_cost_predict_us(&cm, s, m, sh[0], sh[1], 0, MKG_DTYPE_BF16, 132);
+                ASSERT_GT(us, 0.0);
+                EXPECT_GE(us, prev - 1e-9) << mkg_schedule_get(s)->name << " M=" << m;
+                prev = us;
+                // Never faster than the chip's MMA rate or than reading the weights once.
+                const double flop_us = 2.0 * m * sh[0] * sh[1] / (132 * cm.sm_tflops * 1e6);
+                const double weight_us = 2.0 * sh[0] * sh[1] / (cm.dram_tbps * 1e6);
+                EXPECT_GE(us, flop_us) << mkg_schedule_get(s)->name;
+                EXPECT_GE(us, weight_us) << mkg_schedule_get(s)->name;
+            }
+        }
+    EXPECT_LT(mkg_cost_predict_us(&cm, -1, 1, 1, 1, 0, MKG_DTYPE_BF16, 132), 0.0);
+}
+
+TEST(CostModel, OneFullWaveIsNeverSlowerThanAPaddedSecondWave)
+{
+    // With the same schedule, tiles that fit in one wave cost no more than one more tile
+    // spilling into a second wave.
+    const mkg_cost_model cm = mkg_cost_model_h200();
+    const int s = MKG_SCHED_m128n128k64_s6_rm_g8;
+    const int n = 128 * 132;                      // one row of tiles = exactly one wave
+    const double one = mkg_cost_predict_us(&cm, s, 128, n, 4096, 0, MKG_DTYPE_BF16, 132);
+    const double two = mkg_cost_predict_us(&cm, s, 129, n, 4096, 0, MKG_DTYPE_BF16, 132);
+    EXPECT_LT(one, two);
+    EXPECT_GT(two, 1.2 * one) << "the padded second wave is a real cost, not noise";
+}
+
+TEST(Planner, PicksOnlyEligibleSchedules)
+{
+    const mkg_cost_model cm = mkg_cost_model_h200();
+    const mkg_gpu_info g = h200();
+    for (int kc : {0, 1024, 512}) {
+        const mkg_layer_desc l = layer(2048, 8192, kc);
+        for (int m = 1; m <= 8192; m *= 2) {
+            int s = -1;
+            ASSERT_EQ(mkg_plan_pick(&cm, &l, &g, m, &s), MKG_OK);
+            mkg_layer_desc lk = l;
+            lk.kc = kc ? kc : mkg_plan_kc(l.n, l.k, g.sms);
+            EXPECT_TRUE(mkg_plan_eligible(&lk, s)) << mkg_schedule_get(s)->name << " kc=" << kc;
+            if (kc && kc < l.k)
+                EXPECT_LE(mkg_schedule_wgmma_n(s), MKG_CHUNKED_MAX_WN);
+        }
+    }
+}
+
+TEST(Planner, SmallMPrefersNarrowTokenTilesLargeMTheLargestTile)
+{
+    const mkg_cost_model cm = mkg_cost_model_h200();
+    const mkg_gpu_info g = h200();
+    const mkg_layer_desc l = layer(8192, 8192);
+    int s = -1;
+    ASSERT_EQ(mkg_plan_pick(&cm, &l, &g, 8192, &s), MKG_OK);
+    EXPECT_GE(mkg_schedule_get(s)->tile_m * mkg_schedule_get(s)->tile_n, 128 * 128) << mkg_schedule_get(s)->name;
+    ASSERT_EQ(mkg_plan_pick(&cm, &l, &g, 1, &s), MKG_OK);
+    EXPECT_LE(mkg_schedule_get(s)->tile_m, 64) << mkg_schedule_get(s)->name;
+}
+
+TEST(Planner, ExplainListsEverySchedulePredictionAndTheReason)
+{
+    const mkg_cost_model cm = mkg_cost_model_h200();
+    const mkg_gpu_info g = h200();
+    const mkg_layer_desc l = layer(28672, 4096);
+    char buf[16384];
+    const int len = mkg_plan_explain(&cm, &l, &g, 512, buf, sizeof buf);
+    ASSERT_GT(len, 0);
+    ASSERT_LT(len, static_cast<int>(sizeof buf));
+    const std::string text(buf);
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s)
+        EXPECT_NE(text.find(mkg_schedule_get(s)->name), std::string::npos) << mkg_schedule_get(s)->name;
+    EXPECT_NE(text.find("<- chosen"), std::string::npos);
+    EXPECT_NE(text.find("beats"), std::string::npos);
+    int s = -1;
+    ASSERT_EQ(mkg_plan_pick(&cm, &l, &g, 512, &s), MKG_OK);
+    EXPECT_NE(text.find(std::string("chosen ") + mkg_schedule_get(s)->name), std::string::npos);
+    // A short buffer truncates but reports the full length, snprintf style.
+    char small[32];
+    EXPECT_EQ(mkg_plan_explain(&cm, &l, &g, 512, small, sizeof small), len);
+}

@@ -1,0 +1,237 @@
+// cpu_table_test.cc - layer-list validation, per-bucket plans, and the table file:
+// round trip, and a clear status for a missing, corrupt, truncated, foreign-GPU,
+// other-version or other-layer-list file (plans untouched on every failure).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "mkgemm.h"
+
+namespace {
+
+std::vector<mkg_layer_desc> layers()
+{
+    std::vector<mkg_layer_desc> v;
+    const int shapes[][3] = {{3072, 2048, 64}, {2048, 2048, 512}, {16384, 2048, 8192}, {2048, 8192, 8192}};
+    for (const auto &sh : shapes) {
+        mkg_layer_desc l = {};
+        l.n = sh[0];
+        l.k = sh[1];
+        l.m_max = sh[2];
+        l.in_type = l.c_type = MKG_DTYPE_BF16;
+        l.a = reinterpret_cast<const void *>(0x10000);
+        l.b = reinterpret_cast<const void *>(0x20000);
+        l.c = reinterpret_cast<void *>(0x30000);
+        l.lda = l.ldb = l.k;
+        l.ldc = l.n;
+        l.epilogue = MKG_EPI_STORE;
+        l.mode = MKG_MODE_INVARIANT;
+        v.push_back(l);
+    }
+    return v;
+}
+
+mkg_gpu_info h200()
+{
+    mkg_gpu_info g = {};
+    snprintf(g.name, sizeof g.name, "NVIDIA H200");
+    g.sms = 132;
+    return g;
+}
+
+std::string path_for(const char *name)
+{
+    return ::testing::TempDir() + "mkg_table_" + name + ".txt";
+}
+
+std::string slurp(const std::string &path)
+{
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+void spit(const std::string &path, const std::string &text)
+{
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f << text;
+}
+
+// Re-signs an edited table so that only the edit, not the checksum, is wrong.
+std::string resign(std::string text)
+{
+    const size_t at = text.rfind("checksum ");
+    std::string body = text.substr(0, at);
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char ch : body)
+        h = (h ^ ch) * 1099511628211ull;
+    char tail[64];
+    snprintf(tail, sizeof tail, "checksum %016llx\n", static_cast<unsigned long long>(h));
+    return body + tail;
+}
+
+class Table : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        ls_ = layers();
+        g_ = h200();
+        cm_ = mkg_cost_model_h200();
+        plans_.resize(ls_.size());
+        ASSERT_EQ(mkg_layers_plan(&cm_, ls_.data(), static_cast<int>(ls_.size()), &g_, plans_.data()), MKG_OK);
+        path_ = path_for(::testing::UnitTest::GetInstance()->current_test_info()->name());
+        ASSERT_EQ(mkg_table_save(path_.c_str(), &g_, ls_.data(), plans_.data(), static_cast<int>(ls_.size())),
+                  MKG_OK);
+    }
+    // Loads `text` into a sentinel-filled plan array; checks the status and that a failure wrote nothing.
+    void expect_load(const std::string &text, mkg_status want)
+    {
+        spit(path_, text);
+        std::vector<mkg_layer_plan> got(ls_.size());
+        memset(got.data(), 0x5A, got.size() * sizeof got[0]);
+        std::vector<mkg_layer_plan> sentinel = got;
+        EXPECT_EQ(mkg_table_load(path_.c_str(), &g_, ls_.data(), got.data(), static_cast<int>(ls_.size())), want)
+            << "got " << mkg_status_name(mkg_table_load(path_.c_str(), &g_, ls_.data(), got.data(),
+                                                           static_cast<int>(ls_.size())));
+        if (want != MKG_OK)
+            EXPECT_EQ(memcmp(got.data(), sentinel.data(), got.size() * sizeof got[0]), 0) << "plans were touched";
+    }
+    std::vector<mkg_layer_desc> ls_;
+    std::vector<mkg_layer_plan> plans_;
+    mkg_gpu_info g_;
+    mkg_cost_model cm_;
+    std::string path_;
+};
+
+}  // namespace
+
+TEST_F(Table, PlansCoverEveryBucketWithEligibleSchedules)
+{
+    for (size_t i = 0; i < ls_.size(); ++i) {
+        EXPECT_EQ(plans_[i].buckets, mkg_bucket_count(ls_[i].m_max));
+        EXPECT_EQ(plans_[i].kc, mkg_plan_kc(ls_[i].n, ls_[i].k, g_.sms));
+        mkg_layer_desc lk = ls_[i];
+        lk.kc = plans_[i].kc;
+        for (int b = 0; b < plans_[i].buckets; ++b)
+            EXPECT_TRUE(mkg_plan_eligible(&lk, plans_[i].schedule[b])) << "layer " << i << " bucket " << b;
+    }
+}
+
+TEST_F(Table, RoundTrip)
+{
+    std::vector<mkg_layer_plan> got(ls_.size());
+    ASSERT_EQ(mkg_table_load(path_.c_str(), &g_, ls_.data(), got.data(), static_cast<int>(ls_.size())), MKG_OK);
+    for (size_t i = 0; i < ls_.size(); ++i) {
+        EXPECT_EQ(got[i].kc, plans_[i].kc);
+        ASSERT_EQ(got[i].buckets, plans_[i].buckets);
+        for (int b = 0; b < got[i].buckets; ++b)
+            EXPECT_EQ(got[i].schedule[b], plans_[i].schedule[b]);
+    }
+}
+
+TEST_F(Table, MissingFile)
+{
+    std::vector<mkg_layer_plan> got(ls_.size());
+    EXPECT_EQ(mkg_table_load((path_ + ".absent").c_str(), &g_, ls_.data(), got.data(),
+                             static_cast<int>(ls_.size())),
+              MKG_ERR_TABLE_MISSING);
+}
+
+TEST_F(Table, CorruptBytesFailTheChecksum)
+{
+    std::string text = slurp(path_);
+    const size_t at = text.find("m1");
+    ASSERT_NE(at, std::string::npos);
+    text[at + 1] = '6';                                   // m128... -> m628...
+    expect_load(text, MKG_ERR_TABLE_CORRUPT);
+}
+
+TEST_F(Table, SignedButMalformedContentIsCorrupt)
+{
+    std::string text = slurp(path_);
+    const size_t at = text.find("m1");
+    text.replace(at, 4, "zzzz");                           // an unknown schedule name, correctly signed
+    expect_load(resign(text), MKG_ERR_TABLE_CORRUPT);
+    expect_load(resign("mkgemm-schedule-table one\nchecksum 0\n"), MKG_ERR_TABLE_CORRUPT);
+}
+
+TEST_F(Table, TruncatedFiles)
+{
+    const std::string text = slurp(path_);
+    for (size_t cut : {text.size() / 3, text.size() / 2, text.size() - 10, text.size() - 1, size_t(0)})
+        expect_load(text.substr(0, cut), MKG_ERR_TABLE_TRUNCATED);
+}
+
+TEST_F(Table, AnotherGpuOrSmCount)
+{
+    const std::string text = slurp(path_);
+    std::string other = text;
+    other.replace(other.find("NVIDIA H200"), 11, "NVIDIA H100");
+    expect_load(resign(other), MKG_ERR_TABLE_GPU);
+    other = text;
+    other.replace(other.find("sms 132"), 7, "sms 114");
+    expect_load(resign(other), MKG_ERR_TABLE_GPU);
+}
+
+TEST_F(Table, AnotherLibraryOrFormatVersion)
+{
+    const std::string text = slurp(path_);
+    std::string other = text;
+    other.replace(other.find(MKG_VERSION_STRING), strlen(MKG_VERSION_STRING), "9.9.9");
+    expect_load(resign(other), MKG_ERR_TABLE_VERSION);
+    other = text;
+    other.replace(other.find("mkgemm-schedule-table 1"), 23, "mkgemm-schedule-table 2");
+    expect_load(resign(other), MKG_ERR_TABLE_VERSION);
+}
+
+TEST_F(Table, AnotherLayerList)
+{
+    std::vector<mkg_layer_plan> got(ls_.size());
+    std::vector<mkg_layer_desc> changed = ls_;
+    changed[1].n = 4096;
+    changed[1].ldc = 4096;
+    EXPECT_EQ(mkg_table_load(path_.c_str(), &g_, changed.data(), got.data(), static_cast<int>(changed.size())),
+              MKG_ERR_TABLE_LAYER);
+    changed = ls_;
+    changed[2].m_max = 4096;
+    EXPECT_EQ(mkg_table_load(path_.c_str(), &g_, changed.data(), got.data(), static_cast<int>(changed.size())),
+              MKG_ERR_TABLE_LAYER);
+    EXPECT_EQ(mkg_table_load(path_.c_str(), &g_, ls_.data(), got.data(), static_cast<int>(ls_.size()) - 1),
+              MKG_ERR_TABLE_LAYER);
+}
+
+TEST(Layers, EveryBadLayerIsNamedWithItsIndex)
+{
+    struct Case {
+        const char *what;
+        void (*mutate)(mkg_layer_desc *);
+        mkg_status expect;
+    };
+    const Case cases[] = {
+        {"m_max 0", [](mkg_layer_desc *l) { l->m_max = 0; }, MKG_ERR_BAD_M_MAX},
+        {"m_max beyond the buckets", [](mkg_layer_desc *l) { l->m_max = 1 << 30; }, MKG_ERR_BAD_M_MAX},
+        {"mode", [](mkg_layer_desc *l) { l->mode = static_cast<mkg_mode>(7); }, MKG_ERR_BAD_MODE},
+        {"K not 16 bytes", [](mkg_layer_desc *l) { l->k = 100; }, MKG_ERR_K_ALIGN},
+        {"B NULL", [](mkg_layer_desc *l) { l->b = nullptr; }, MKG_ERR_NULL_B},
+        {"ldc too small", [](mkg_layer_desc *l) { l->ldc = l->n - 8; }, MKG_ERR_LDC_TOO_SMALL},
+        {"kc", [](mkg_layer_desc *l) { l->kc = 100; }, MKG_ERR_BAD_KC},
+    };
+    for (const Case &c : cases) {
+        std::vector<mkg_layer_desc> ls = layers();
+        c.mutate(&ls[2]);
+        int bad = -1;
+        EXPECT_EQ(mkg_layers_validate(ls.data(), static_cast<int>(ls.size()), &bad), c.expect) << c.what;
+        EXPECT_EQ(bad, 2) << c.what;
+    }
+    std::vector<mkg_layer_desc> ok = layers();
+    int bad = 7;
+    EXPECT_EQ(mkg_layers_validate(ok.data(), static_cast<int>(ok.size()), &bad), MKG_OK);
+    EXPECT_EQ(bad, -1);
+    EXPECT_EQ(mkg_layers_validate(nullptr, 1, &bad), MKG_ERR_NULL_DESC);
+}
