@@ -139,6 +139,48 @@ mkg_status mkg_table_save(const char *path, const mkg_gpu_info *g, const mkg_lay
 mkg_status mkg_table_load(const char *path, const mkg_gpu_info *g, const mkg_layer_desc *layers,
                           mkg_layer_plan *plans, int count);
 
+// ---- the table on the device ----------------------------------------------------------
+
+/** One layer's row in device memory (64-byte aligned): its params, encoded for m_max
+ *  rows, and its schedule per M bucket. */
+typedef struct mkg_layer_dev {
+    mkg_gemm_params params;
+    int m_max;
+    int buckets;
+    int planned;                            /* 1 once the host filled the row */
+    unsigned char schedule[MKG_MAX_BUCKETS];
+} mkg_layer_dev;
+
+/* Reasons in the device error word: (layer + 1) << 8 | reason; 0 means no error. */
+typedef enum mkg_dispatch_error {
+    MKG_DISPATCH_OK = 0,
+    MKG_DISPATCH_BAD_LAYER = 1,             /* layer index outside the table */
+    MKG_DISPATCH_NOT_PLANNED = 2,           /* row never filled */
+    MKG_DISPATCH_M_RANGE = 3,               /* current M < 1 or > m_max */
+    MKG_DISPATCH_BAD_SCHEDULE = 4,          /* bucket holds no schedule of this build */
+    MKG_DISPATCH_BAD_DTYPE = 5,             /* the kernel was built for another input dtype */
+    MKG_DISPATCH_CHUNKED = 6                /* more than one K chunk: the dispatcher runs one-chunk layers */
+} mkg_dispatch_error;
+
+/** The uploaded table: rows, current M per layer, and the error word, all in device memory. */
+typedef struct mkg_table mkg_table;
+
+/** Validates the layers, encodes their tensor maps (m_max rows), fills each row from
+ *  plans (NULL: the cost model) and uploads everything once. */
+mkg_status mkg_table_create(const mkg_layer_desc *layers, int count, const mkg_layer_plan *plans, mkg_table **out);
+void mkg_table_destroy(mkg_table *t);
+
+const mkg_layer_dev *mkg_table_rows(const mkg_table *t);   /**< device rows */
+int *mkg_table_m(const mkg_table *t);                      /**< device: current M of each layer */
+unsigned int *mkg_table_error(const mkg_table *t);         /**< device: the error word */
+int mkg_table_count(const mkg_table *t);
+
+/** Sets layer's current M (asynchronous copy on stream; M outside 1..m_max is refused). */
+mkg_status mkg_table_set_m(mkg_table *t, int layer, int m, cudaStream_t stream);
+
+/** Reads and clears the error word (synchronizes the stream). */
+mkg_status mkg_table_take_error(mkg_table *t, unsigned int *word, cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

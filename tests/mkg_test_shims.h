@@ -71,6 +71,11 @@ long long mkg_case_mismatch_vs_keep(const mkg_case *c, int m);
 /* Copies the M x N block of C to host memory (dense, N per row). */
 mkg_status mkg_case_download(const mkg_case *c, void *host);
 
+/* Runs `steps` layers (indices in order[], device memory) of an uploaded table in
+ * one persistent launch of the dispatch test kernel (bf16 layers; grid CTAs). */
+cudaError_t mkg_test_run_layers(const mkg_layer_dev *rows, int count, const int *m_cur, unsigned int *err,
+                                const int *order, int steps, int grid, cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

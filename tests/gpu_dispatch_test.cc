@@ -1,0 +1,135 @@
+// gpu_dispatch_test.cc - device-side dispatch from the uploaded layer table: several
+// layers of different shapes run back to back in one persistent launch, each by its
+// current M (changed between launches without re-uploading the table), checked
+// bitwise against the host-launched GEMM (bits do not depend on the schedule) and
+// against writes outside M x N; a corrupted entry sets the error word and the
+// kernel returns. Skipped with the reason unless a compute-capability-9.0 GPU is present.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "mkg_test_shims.h"
+
+namespace {
+
+struct Layer {
+    mkg_case big;               // buffers sized for m_max; the table points at them
+    mkg_layer_desc desc;
+};
+
+class Dispatch : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        const char *why = mkg_shim_gpu_skip_reason();
+        if (*why)
+            GTEST_SKIP() << why;
+        seed_ = mkg_shim_seed();
+        const int shapes[][3] = {{3072, 2048, 512}, {2048 + 8, 2048, 512}, {1000, 4096, 300}};
+        for (const auto &sh : shapes) {
+            Layer l;
+            ASSERT_EQ(mkg_case_init(&l.big, sh[2], sh[0], sh[1], MKG_DTYPE_BF16, MKG_DTYPE_BF16, seed_ + sh[0]),
+                      MKG_OK);
+            memset(&l.desc, 0, sizeof l.desc);
+            l.desc.n = sh[0];
+            l.desc.k = sh[1];
+            l.desc.in_type = l.desc.c_type = MKG_DTYPE_BF16;
+            l.desc.a = l.big.a;
+            l.desc.b = l.big.b;
+            l.desc.c = l.big.c;
+            l.desc.lda = l.big.lda;
+            l.desc.ldb = l.big.ldb;
+            l.desc.ldc = l.big.ldc;
+            l.desc.epilogue = MKG_EPI_STORE;
+            l.desc.m_max = sh[2];
+            l.desc.mode = MKG_MODE_INVARIANT;
+            layers_.push_back(l);
+        }
+        std::vector<mkg_layer_desc> descs;
+        for (const Layer &l : layers_)
+            descs.push_back(l.desc);
+        ASSERT_EQ(mkg_table_create(descs.data(), static_cast<int>(descs.size()), nullptr, &table_), MKG_OK);
+        const int order[] = {0, 1, 2};
+        ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&order_), sizeof order), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(order_, order, sizeof order, cudaMemcpyHostToDevice), cudaSuccess);
+    }
+    void TearDown() override
+    {
+        mkg_table_destroy(table_);
+        cudaFree(order_);
+        for (Layer &l : layers_)
+            mkg_case_free(&l.big);
+    }
+    // Runs every layer at its M in one launch; then checks each against mkg_gemm at that M.
+    void run_and_check(const std::vector<int> &ms, int grid)
+    {
+        for (size_t i = 0; i < layers_.size(); ++i) {
+            ASSERT_EQ(mkg_case_poison(&layers_[i].big), MKG_OK);
+            ASSERT_EQ(mkg_table_set_m(table_, static_cast<int>(i), ms[i], 0), MKG_OK);
+        }
+        ASSERT_EQ(mkg_test_run_layers(mkg_table_rows(table_), mkg_table_count(table_), mkg_table_m(table_),
+                                      mkg_table_error(table_), order_, static_cast<int>(layers_.size()), grid, 0),
+                  cudaSuccess);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        unsigned int err = 1;
+        ASSERT_EQ(mkg_table_take_error(table_, &err, 0), MKG_OK);
+        EXPECT_EQ(err, 0u);
+        for (size_t i = 0; i < layers_.size(); ++i) {
+            mkg_case &c = layers_[i].big;
+            EXPECT_EQ(mkg_case_outside_writes(&c, ms[i]), 0) << "layer " << i << " M=" << ms[i];
+            ASSERT_EQ(mkg_case_keep(&c), MKG_OK);              // keep = the dispatched result
+            ASSERT_EQ(mkg_case_run(&c, 0, 0, ms[i]), MKG_OK);  // C = host-launched schedule 0
+            EXPECT_EQ(mkg_case_mismatch_vs_keep(&c, ms[i]), 0) << "layer " << i << " M=" << ms[i];
+        }
+    }
+    std::vector<Layer> layers_;
+    mkg_table *table_ = nullptr;
+    int *order_ = nullptr;
+    unsigned long long seed_ = 0;
+};
+
+}  // namespace
+
+TEST_F(Dispatch, LayersBackToBackWithMChangingBetweenLaunches)
+{
+    const std::vector<std::vector<int>> steps = {
+        {1, 1, 1}, {7, 64, 300}, {512, 17, 8}, {64, 512, 129}, {300, 3, 300}};
+    for (const auto &ms : steps)
+        run_and_check(ms, 132);
+    run_and_check({100, 200, 50}, 66);
+}
+
+TEST_F(Dispatch, CorruptedEntrySetsTheErrorWordAndReturns)
+{
+    // Layer 1's bucket for M = 64 names a schedule this build does not have.
+    const int m = 64, b = mkg_bucket_of(m);
+    const unsigned char bad = 250;
+    char *row1 = reinterpret_cast<char *>(const_cast<mkg_layer_dev *>(mkg_table_rows(table_)) + 1);
+    ASSERT_EQ(cudaMemcpy(row1 + offsetof(mkg_layer_dev, schedule) + b, &bad, 1, cudaMemcpyHostToDevice), cudaSuccess);
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        ASSERT_EQ(mkg_case_poison(&layers_[i].big), MKG_OK);
+        ASSERT_EQ(mkg_table_set_m(table_, static_cast<int>(i), m, 0), MKG_OK);
+    }
+    ASSERT_EQ(mkg_test_run_layers(mkg_table_rows(table_), mkg_table_count(table_), mkg_table_m(table_),
+                                  mkg_table_error(table_), order_, 3, 132, 0),
+              cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "the kernel must return, not fault or hang";
+    unsigned int err = 0;
+    ASSERT_EQ(mkg_table_take_error(table_, &err, 0), MKG_OK);
+    EXPECT_EQ(err, (2u << 8) | MKG_DISPATCH_BAD_SCHEDULE);
+    EXPECT_EQ(mkg_case_outside_writes(&layers_[1].big, 0), 0) << "the bad layer was skipped";
+    EXPECT_EQ(mkg_case_outside_writes(&layers_[0].big, m), 0);
+    // The other layers still ran.
+    ASSERT_EQ(mkg_case_keep(&layers_[2].big), MKG_OK);
+    ASSERT_EQ(mkg_case_run(&layers_[2].big, 0, 0, m), MKG_OK);
+    EXPECT_EQ(mkg_case_mismatch_vs_keep(&layers_[2].big, m), 0);
+}
+
+TEST_F(Dispatch, HostRefusesMOutsideTheTable)
+{
+    EXPECT_EQ(mkg_table_set_m(table_, 0, 0, 0), MKG_ERR_BAD_M);
+    EXPECT_EQ(mkg_table_set_m(table_, 2, 301, 0), MKG_ERR_M_EXCEEDS_M_MAX);
+    EXPECT_EQ(mkg_table_set_m(table_, 3, 1, 0), MKG_ERR_BAD_LAYER);
+    EXPECT_EQ(mkg_table_set_m(nullptr, 0, 1, 0), MKG_ERR_TABLE_NOT_UPLOADED);
+}

@@ -1,0 +1,63 @@
+/* mkg_dispatch_test_kernel.cu - a persistent test kernel that runs several layers
+ * back to back, each dispatched on the device from the uploaded table by its
+ * current M (the GPU dispatch tests call it through mkg_test_run_layers).
+ */
+#include "mkg_dispatch_sm90.cuh"
+#include "mkg_test_shims.h"
+
+template <int DT>
+__global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
+mkg_dispatch_test_kernel(const mkg_layer_dev *__restrict__ rows, int count, const int *__restrict__ m_cur,
+                         unsigned int *err, const int *__restrict__ order, int steps)
+{
+    extern __shared__ __align__(1024) unsigned char dyn_smem[];
+    const mkg_smem sm = mkg_smem_carve(dyn_smem);
+    if (threadIdx.x == 0)
+        mkg_smem_init(&sm);
+    __syncthreads();
+    mkg_ring ring = mkg_ring_start();
+    if (threadIdx.x < 128) {
+        mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
+        if (threadIdx.x == 0) {
+            for (int i = 0; i < steps; ++i) {
+                int m = 0;
+                const int s = mkg_dispatch_pick<DT>(rows, count, m_cur, order[i], err, &m);
+                if (s < 0)
+                    continue;
+                const mkg_gemm_params *p = &rows[order[i]].params;
+                mkg_ring_switch(&ring, &sm, s, 1);
+                const int units = mkg_dispatch_units(p, s, m);
+                for (int u = blockIdx.x; u < units; u += gridDim.x)
+                    mkg_dispatch_produce(p, s, m, u, &ring, &sm);
+            }
+        }
+    } else {
+        mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
+        const int wg = threadIdx.x / 128 - 1;
+        for (int i = 0; i < steps; ++i) {
+            int m = 0;
+            const int s = mkg_dispatch_pick<DT>(rows, count, m_cur, order[i], err, &m);
+            if (s < 0)
+                continue;
+            const mkg_gemm_params *p = &rows[order[i]].params;
+            mkg_ring_switch(&ring, &sm, s, 0);
+            const int units = mkg_dispatch_units(p, s, m);
+            for (int u = blockIdx.x; u < units; u += gridDim.x)
+                mkg_dispatch_consume<DT>(p, s, m, u, &ring, &sm, wg);
+        }
+        mkg_epilogue_drain();
+    }
+}
+
+extern "C" cudaError_t mkg_test_run_layers(const mkg_layer_dev *rows, int count, const int *m_cur,
+                                           unsigned int *err, const int *order, int steps, int grid,
+                                           cudaStream_t stream)
+{
+    const void *k = (const void *)mkg_dispatch_test_kernel<MKG_DTYPE_BF16>;
+    cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, MKG_LAUNCH_SMEM_BYTES);
+    if (e != cudaSuccess)
+        return e;
+    mkg_dispatch_test_kernel<MKG_DTYPE_BF16>
+        <<<grid, MKG_LAUNCH_THREADS, MKG_LAUNCH_SMEM_BYTES, stream>>>(rows, count, m_cur, err, order, steps);
+    return cudaGetLastError();
+}
