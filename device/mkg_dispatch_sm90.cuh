@@ -47,6 +47,27 @@ static __device__ __forceinline__ int mkg_dispatch_pick(const mkg_layer_dev *row
 }
 
 // Work units of schedule s at M.
+static __device__ __forceinline__ int mkg_dispatch_units(const mkg_gemm_params *p, int s, int m);
+
+// Starts `layer` for one role: picks its schedule, switches the ring to it and
+// returns the schedule with its params, M and unit count; -1 when the layer is
+// skipped (the error word says why).
+template <int DT>
+static __device__ __forceinline__ int mkg_dispatch_begin(const mkg_layer_dev *rows, int count, const int *m_cur,
+                                                         int layer, unsigned int *err, mkg_ring *r,
+                                                         const mkg_smem *sm, int producer,
+                                                         const mkg_gemm_params **p, int *m, int *units)
+{
+    const int s = mkg_dispatch_pick<DT>(rows, count, m_cur, layer, err, m);
+    if (s < 0)
+        return -1;
+    *p = &rows[layer].params;
+    mkg_ring_switch(r, sm, s, producer);
+    *units = mkg_dispatch_units(*p, s, *m);
+    return s;
+}
+
+// Work units of schedule s at M.
 static __device__ __forceinline__ int mkg_dispatch_units(const mkg_gemm_params *p, int s, int m)
 {
     switch (s) {

@@ -30,6 +30,26 @@ static int mkg_effective_kc(const mkg_layer_desc *l, int sms)
     return l->kc > 0 ? l->kc : mkg_plan_kc(l->n, l->k, sms);
 }
 
+mkg_gemm_desc mkg_layer_gemm_desc(const mkg_layer_desc *l, int m, int kc)
+{
+    mkg_gemm_desc d;
+    memset(&d, 0, sizeof d);
+    d.m = m;
+    d.n = l->n;
+    d.k = l->k;
+    d.a_type = d.b_type = l->in_type;
+    d.c_type = l->c_type;
+    d.a = l->a;
+    d.b = l->b;
+    d.c = l->c;
+    d.lda = l->lda;
+    d.ldb = l->ldb;
+    d.ldc = l->ldc;
+    d.epilogue = l->epilogue;
+    d.kc = kc;
+    return d;
+}
+
 mkg_status mkg_layers_validate(const mkg_layer_desc *layers, int count, int *bad)
 {
     if (bad)
@@ -44,21 +64,7 @@ mkg_status mkg_layers_validate(const mkg_layer_desc *layers, int count, int *bad
         else if ((int)l->mode < 0 || l->mode >= MKG_MODE_COUNT)
             st = MKG_ERR_BAD_MODE;
         else {
-            mkg_gemm_desc d;
-            memset(&d, 0, sizeof d);
-            d.m = l->m_max;
-            d.n = l->n;
-            d.k = l->k;
-            d.a_type = d.b_type = l->in_type;
-            d.c_type = l->c_type;
-            d.a = l->a;
-            d.b = l->b;
-            d.c = l->c;
-            d.lda = l->lda;
-            d.ldb = l->ldb;
-            d.ldc = l->ldc;
-            d.epilogue = l->epilogue;
-            d.kc = l->kc;
+            const mkg_gemm_desc d = mkg_layer_gemm_desc(l, l->m_max, l->kc);
             st = mkg_gemm_validate(&d);
         }
         if (st != MKG_OK) {

@@ -126,31 +126,10 @@ static int mkg_layer_kc(const mkg_layer_desc *l, int sms)
     return l->kc > 0 ? l->kc : mkg_plan_kc(l->n, l->k, sms);
 }
 
-/* The layer as a GEMM descriptor at its planned M (pointers only need to be valid for checks). */
-static mkg_gemm_desc mkg_layer_gemm(const mkg_layer_desc *l, int m, int kc)
-{
-    mkg_gemm_desc d;
-    memset(&d, 0, sizeof d);
-    d.m = m;
-    d.n = l->n;
-    d.k = l->k;
-    d.a_type = d.b_type = l->in_type;
-    d.c_type = l->c_type;
-    d.a = l->a;
-    d.b = l->b;
-    d.c = l->c;
-    d.lda = l->lda;
-    d.ldb = l->ldb;
-    d.ldc = l->ldc;
-    d.epilogue = l->epilogue;
-    d.kc = kc;
-    return d;
-}
-
 int mkg_plan_eligible(const mkg_layer_desc *l, int s)
 {
     /* The library must run s on this layer (dtype, chunk fold capability). */
-    const mkg_gemm_desc d = mkg_layer_gemm(l, 1, l->kc);
+    const mkg_gemm_desc d = mkg_layer_gemm_desc(l, 1, l->kc);
     if (mkg_schedule_check(&d, s) != MKG_OK)
         return 0;
     /* Invariant mode: the determinism contract covers every row for a given kc (the GPU

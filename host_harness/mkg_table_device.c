@@ -24,21 +24,7 @@ struct mkg_table {
 static mkg_status mkg_fill_row(const mkg_layer_desc *l, const mkg_layer_plan *plan, mkg_layer_dev *row,
                                void **workspace)
 {
-    mkg_gemm_desc d;
-    memset(&d, 0, sizeof d);
-    d.m = l->m_max;
-    d.n = l->n;
-    d.k = l->k;
-    d.a_type = d.b_type = l->in_type;
-    d.c_type = l->c_type;
-    d.a = l->a;
-    d.b = l->b;
-    d.c = l->c;
-    d.lda = l->lda;
-    d.ldb = l->ldb;
-    d.ldc = l->ldc;
-    d.epilogue = l->epilogue;
-    d.kc = plan->kc;
+    mkg_gemm_desc d = mkg_layer_gemm_desc(l, l->m_max, plan->kc);
     *workspace = NULL;
     const size_t ws = mkg_gemm_workspace_bytes(&d);
     if (ws) {

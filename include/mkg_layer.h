@@ -123,6 +123,9 @@ typedef struct mkg_layer_plan {
     unsigned char schedule[MKG_MAX_BUCKETS];
 } mkg_layer_plan;
 
+/** The layer as a GEMM descriptor of m rows with chunk kc (no workspace). */
+mkg_gemm_desc mkg_layer_gemm_desc(const mkg_layer_desc *l, int m, int kc);
+
 /** Validates every layer; *bad gets the first bad layer's index (-1 if none). */
 mkg_status mkg_layers_validate(const mkg_layer_desc *layers, int count, int *bad);
 

@@ -101,6 +101,5 @@ TEST(Planner, KcDependsOnNAndKOnlyAndIsAValidChunk)
             EXPECT_EQ(kc, k) << "wide or short layers keep one chunk";
         else
             EXPECT_GE(mkg_chunk_count(k, kc), 2) << n << "x" << k << " narrow long layers are chunked";
-        EXPECT_EQ(kc, mkg_plan_kc_decode(n, k, 132)) << "deterministic";
     }
 }

@@ -20,14 +20,10 @@ mkg_dispatch_test_kernel(const mkg_layer_dev *__restrict__ rows, int count, cons
         mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
         if (threadIdx.x == 0) {
             for (int i = 0; i < steps; ++i) {
-                int m = 0;
-                const int s = mkg_dispatch_pick<DT>(rows, count, m_cur, order[i], err, &m);
-                if (s < 0)
-                    continue;
-                const mkg_gemm_params *p = &rows[order[i]].params;
-                mkg_ring_switch(&ring, &sm, s, 1);
-                const int units = mkg_dispatch_units(p, s, m);
-                for (int u = blockIdx.x; u < units; u += gridDim.x)
+                const mkg_gemm_params *p;
+                int m, units;
+                const int s = mkg_dispatch_begin<DT>(rows, count, m_cur, order[i], err, &ring, &sm, 1, &p, &m, &units);
+                for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
                     mkg_dispatch_produce(p, s, m, u, &ring, &sm);
             }
         }
@@ -35,14 +31,10 @@ mkg_dispatch_test_kernel(const mkg_layer_dev *__restrict__ rows, int count, cons
         mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
         const int wg = threadIdx.x / 128 - 1;
         for (int i = 0; i < steps; ++i) {
-            int m = 0;
-            const int s = mkg_dispatch_pick<DT>(rows, count, m_cur, order[i], err, &m);
-            if (s < 0)
-                continue;
-            const mkg_gemm_params *p = &rows[order[i]].params;
-            mkg_ring_switch(&ring, &sm, s, 0);
-            const int units = mkg_dispatch_units(p, s, m);
-            for (int u = blockIdx.x; u < units; u += gridDim.x)
+            const mkg_gemm_params *p;
+            int m, units;
+            const int s = mkg_dispatch_begin<DT>(rows, count, m_cur, order[i], err, &ring, &sm, 0, &p, &m, &units);
+            for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
                 mkg_dispatch_consume<DT>(p, s, m, u, &ring, &sm, wg);
         }
         mkg_epilogue_drain();
