@@ -17,6 +17,10 @@
  *           the encoded M (megakernel decode steps) and the tile crosses it, or when the
  *           tile reaches into a partial 16-byte unit at a ragged N edge.
  * Either way nothing outside the M x N block of C is written.
+ * Fused epilogues (MKG_EPI_RESIDUAL, MKG_EPI_SILU_MUL) and GEMMs that signal
+ * megakernel dependencies (deps.done) take the direct path; SiLU-mul pairs columns
+ * c and c+8 of a tile, which the fragment above keeps in one thread in both
+ * orientations (Y columns 8j and 8(j+1); with swap_ab, X rows r and r+8).
  */
 #ifndef MKG_EPILOGUE_SM90_CUH
 #define MKG_EPILOGUE_SM90_CUH
@@ -25,6 +29,7 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include "mkg_deps_sm90.cuh"
 #include "mkg_gemm.h"
 #include "mkg_pipeline_sm90.cuh"
 #include "mkg_ptx_sm90.cuh"
@@ -223,16 +228,165 @@ static __device__ __forceinline__ void mkg_epilogue_as(const mkg_gemm_params *p,
         mkg_epilogue_store_as<WN, SWAP, OT>(p, m, d, x0, y0);
 }
 
+// ---- fused and signalling path ------------------------------------------------------
+
+// Residual values read through L2 (a megakernel's other SMs wrote them this launch).
+template <int OT>
+static __device__ __forceinline__ float2 mkg_load2_cg(const void *a, long long idx)
+{
+    if constexpr (OT == MKG_DTYPE_FP32) {
+        return __ldcg((const float2 *)((const float *)a + idx));
+    } else {
+        const unsigned int u = __ldcg((const unsigned int *)((const unsigned short *)a + idx));
+        if constexpr (OT == MKG_DTYPE_BF16) {
+            __nv_bfloat162 h = *(const __nv_bfloat162 *)&u;
+            return __bfloat1622float2(h);
+        } else {
+            __half2 h = *(const __half2 *)&u;
+            return __half22float2(h);
+        }
+    }
+}
+
+template <int OT>
+static __device__ __forceinline__ float mkg_load1_cg(const void *a, long long idx)
+{
+    if constexpr (OT == MKG_DTYPE_FP32) {
+        return __ldcg((const float *)a + idx);
+    } else {
+        const unsigned short u = __ldcg((const unsigned short *)a + idx);
+        if constexpr (OT == MKG_DTYPE_BF16)
+            return __bfloat162float(__ushort_as_bfloat16(u));
+        else
+            return __half2float(__ushort_as_half(u));
+    }
+}
+
+static __device__ __forceinline__ float mkg_silu_mul(float gate, float up)
+{
+    return gate / (1.0f + expf(-gate)) * up;
+}
+
+// Direct stores of STORE, RESIDUAL or SILU_MUL (same fragment walk as mkg_epilogue_store_as).
+template <int WN, int SWAP, int OT>
+static __device__ __forceinline__ void mkg_epilogue_fused_as(const mkg_gemm_params *p, int m, const float *d,
+                                                             int x0, int y0)
+{
+    const int t = threadIdx.x & 127;
+    const int lane = t & 31;
+    const int xr = x0 + (t >> 5) * 16 + (lane >> 2);
+    const int yc = y0 + 2 * (lane & 3);
+    const long long ldc = p->ldc;
+    void *c = p->c;
+    const int n = p->n;
+    if (p->epilogue == MKG_EPI_SILU_MUL) {
+        // gate at tile column (or, swapped, row) q with q % 16 < 8, up at q + 8; C column = gate's / 16 * 8 + q % 8
+        if constexpr (!SWAP) {
+#pragma unroll
+            for (int jj = 0; jj < WN / 16; ++jj) {
+                const int y = yc + 16 * jj;                       // gate column (even; n % 16 == 0)
+                const int oc = (y0 + 16 * jj) / 2 + 2 * (lane & 3);
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int x = xr + 8 * h;
+                    if (x < m && y < n)
+                        mkg_store2<OT>(c, (long long)x * ldc + oc,
+                                       mkg_silu_mul(d[8 * jj + 2 * h], d[8 * jj + 4 + 2 * h]),
+                                       mkg_silu_mul(d[8 * jj + 2 * h + 1], d[8 * jj + 4 + 2 * h + 1]));
+                }
+            }
+        } else {
+            const int oc = (x0 + 16 * (t >> 5)) / 2 + (lane >> 2);
+            if (xr < n) {
+#pragma unroll
+                for (int j = 0; j < WN / 8; ++j)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e)
+                        if (yc + 8 * j + e < m)
+                            mkg_store1<OT>(c, (long long)(yc + 8 * j + e) * ldc + oc,
+                                           mkg_silu_mul(d[4 * j + e], d[4 * j + 2 + e]));
+            }
+        }
+        return;
+    }
+    const bool res = p->epilogue == MKG_EPI_RESIDUAL;
+    const long long ldr = p->ld_aux;
+    const void *aux = p->aux;
+#pragma unroll
+    for (int j = 0; j < WN / 8; ++j) {
+        const int y = yc + 8 * j;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int x = xr + 8 * h;
+            float v0 = d[4 * j + 2 * h];
+            float v1 = d[4 * j + 2 * h + 1];
+            if constexpr (!SWAP) {
+                if (x < m) {
+                    if (y + 1 < n) {
+                        if (res) {
+                            const float2 rv = mkg_load2_cg<OT>(aux, (long long)x * ldr + y);
+                            v0 += rv.x, v1 += rv.y;
+                        }
+                        mkg_store2<OT>(c, (long long)x * ldc + y, v0, v1);
+                    } else if (y < n) {
+                        if (res)
+                            v0 += mkg_load1_cg<OT>(aux, (long long)x * ldr + y);
+                        mkg_store1<OT>(c, (long long)x * ldc + y, v0);
+                    }
+                }
+            } else if (x < n) {
+                if (y < m) {
+                    if (res)
+                        v0 += mkg_load1_cg<OT>(aux, (long long)y * ldr + x);
+                    mkg_store1<OT>(c, (long long)y * ldc + x, v0);
+                }
+                if (y + 1 < m) {
+                    if (res)
+                        v1 += mkg_load1_cg<OT>(aux, (long long)(y + 1) * ldr + x);
+                    mkg_store1<OT>(c, (long long)(y + 1) * ldc + x, v1);
+                }
+            }
+        }
+    }
+}
+
+// After a warpgroup's direct stores: counts the elements of C it wrote into its
+// 64-row block's deps.done counter (a warpgroup tile never straddles two blocks).
+template <int WN, int SWAP>
+static __device__ __forceinline__ void mkg_epilogue_signal(const mkg_gemm_params *p, int m, int x0, int y0, int wg)
+{
+    mkg_bar_sync(MKG_LAUNCH_BAR_EPI + wg, 128);
+    if ((threadIdx.x & 127) != 0)
+        return;
+    const int r0 = SWAP ? y0 : x0, c0 = SWAP ? x0 : y0;
+    const int rows = max(0, min(SWAP ? WN : 64, m - r0));
+    int cols = max(0, min(SWAP ? 64 : WN, p->n - c0));
+    if (p->epilogue == MKG_EPI_SILU_MUL)
+        cols /= 2;
+    if (rows > 0 && cols > 0)
+        mkg_dep_signal(p->deps.done, r0 / MKG_DEP_ROWS, (unsigned int)(rows * cols));
+}
+
 template <int WN, int SWAP>
 static __device__ __forceinline__ void mkg_epilogue_store(const mkg_gemm_params *p, int m, const float *d,
                                                           int x0, int y0, mkg_ring *r, const mkg_smem *sm,
                                                           int wg)
 {
-    switch (p->c_type) {
-    case MKG_DTYPE_BF16: mkg_epilogue_as<WN, SWAP, MKG_DTYPE_BF16>(p, m, d, x0, y0, r, sm, wg); break;
-    case MKG_DTYPE_FP16: mkg_epilogue_as<WN, SWAP, MKG_DTYPE_FP16>(p, m, d, x0, y0, r, sm, wg); break;
-    default:             mkg_epilogue_as<WN, SWAP, MKG_DTYPE_FP32>(p, m, d, x0, y0, r, sm, wg); break;
+    if (p->epilogue == MKG_EPI_STORE && !p->deps.done) {
+        switch (p->c_type) {
+        case MKG_DTYPE_BF16: mkg_epilogue_as<WN, SWAP, MKG_DTYPE_BF16>(p, m, d, x0, y0, r, sm, wg); break;
+        case MKG_DTYPE_FP16: mkg_epilogue_as<WN, SWAP, MKG_DTYPE_FP16>(p, m, d, x0, y0, r, sm, wg); break;
+        default:             mkg_epilogue_as<WN, SWAP, MKG_DTYPE_FP32>(p, m, d, x0, y0, r, sm, wg); break;
+        }
+        return;
     }
+    switch (p->c_type) {
+    case MKG_DTYPE_BF16: mkg_epilogue_fused_as<WN, SWAP, MKG_DTYPE_BF16>(p, m, d, x0, y0); break;
+    case MKG_DTYPE_FP16: mkg_epilogue_fused_as<WN, SWAP, MKG_DTYPE_FP16>(p, m, d, x0, y0); break;
+    default:             mkg_epilogue_fused_as<WN, SWAP, MKG_DTYPE_FP32>(p, m, d, x0, y0); break;
+    }
+    if (p->deps.done)
+        mkg_epilogue_signal<WN, SWAP>(p, m, x0, y0, wg);
 }
 
 #endif /* MKG_EPILOGUE_SM90_CUH */

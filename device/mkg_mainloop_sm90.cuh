@@ -24,6 +24,7 @@
 
 #include <stdint.h>
 
+#include "mkg_deps_sm90.cuh"
 #include "mkg_epilogue_sm90.cuh"
 #include "mkg_gemm.h"
 #include "mkg_pipeline_sm90.cuh"
@@ -97,7 +98,31 @@ static __device__ __forceinline__ void mkg_gemm_produce_unit(const mkg_gemm_para
     const CUtensorMap *map_a = &p->a_map[mkg_box_class(TM)];
     const CUtensorMap *map_b = &p->b_map[mkg_box_class(TN)];
     const int kt_end = min(u.c1 * u.kct, u.kt);
-    for (int kt = u.c0 * u.kct; kt < kt_end; ++kt) {
+    int kt = u.c0 * u.kct;
+    if (p->deps.wait) {
+        // Megakernel: B (weights) of the first stages goes out before A's rows are ready,
+        // so the weight stream overlaps the wait; then A lands in the same stages.
+        const int pre = min(ST, kt_end - kt);
+        const uint32_t slot0 = r->slot;
+        for (int i = 0; i < pre; ++i) {
+            const uint32_t s = r->slot;
+            mkg_ring_wait_empty(r, sm, s);
+            const uint32_t full = sm->full + 8u * s;
+            mkg_mbarrier_arrive_expect_tx(full, S::STAGE_BYTES);
+            mkg_tma_load_2d(sm->ring + s * S::STAGE_BYTES + S::A_BYTES, map_b, full, (kt + i) * TK, u.t.n * TN);
+            mkg_ring_advance<ST>(r);
+        }
+        // NOTE: on a stall the loads go out anyway: the consumers drain and the grid exits.
+        mkg_dep_wait_rows(p->deps.wait, p->deps.wait_per_row, m, u.t.m * TM, u.t.m * TM + TM, p->deps.stall,
+                          p->deps.tag, p->deps.timeout_ns);
+        mkg_fence_proxy_async_global();
+        for (int i = 0; i < pre; ++i) {
+            const uint32_t s = (slot0 + (uint32_t)i) % (uint32_t)ST;
+            mkg_tma_load_2d(sm->ring + s * S::STAGE_BYTES, map_a, sm->full + 8u * s, (kt + i) * TK, u.t.m * TM);
+        }
+        kt += pre;
+    }
+    for (; kt < kt_end; ++kt) {
         const uint32_t s = r->slot;
         mkg_ring_wait_empty(r, sm, s);
         const uint32_t full = sm->full + 8u * s;

@@ -206,6 +206,27 @@ static __device__ __forceinline__ void mkg_bar_sync(int id, int threads)
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// ---- cross-CTA signalling (megakernel dependencies) ----------------------------------
+
+static __device__ __forceinline__ uint32_t mkg_ld_acquire_gpu_u32(const unsigned int *p)
+{
+    uint32_t v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+static __device__ __forceinline__ void mkg_red_release_gpu_add_u32(unsigned int *p, uint32_t v)
+{
+    asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+// Orders generic-proxy global accesses (another SM's stores, observed through an
+// acquire) before this thread's later async-proxy (TMA) reads of global memory.
+static __device__ __forceinline__ void mkg_fence_proxy_async_global(void)
+{
+    asm volatile("fence.proxy.async.global;" ::: "memory");
+}
+
 static __device__ __forceinline__ uint64_t mkg_globaltimer(void)
 {
     uint64_t t;

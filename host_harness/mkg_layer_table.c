@@ -46,6 +46,9 @@ mkg_gemm_desc mkg_layer_gemm_desc(const mkg_layer_desc *l, int m, int kc)
     d.ldb = l->ldb;
     d.ldc = l->ldc;
     d.epilogue = l->epilogue;
+    d.aux = l->aux;
+    d.ld_aux = l->ld_aux;
+    d.deps = l->deps;
     d.kc = kc;
     return d;
 }

@@ -82,7 +82,7 @@ mkg_status mkg_gemm_encode_params(const mkg_gemm_desc *d, mkg_gemm_params *out)
             return st;
     }
     for (int c = 0; c < MKG_C_BOX_CLASSES; ++c) {
-        st = mkg_encode_operand(enc, &out->c_map[c], d->c, d->c_type, d->m, d->n, d->ldc, mkg_box_rows(c));
+        st = mkg_encode_operand(enc, &out->c_map[c], d->c, d->c_type, d->m, mkg_gemm_c_cols(d), d->ldc, mkg_box_rows(c));
         if (st != MKG_OK)
             return st;
     }
@@ -94,6 +94,9 @@ mkg_status mkg_gemm_encode_params(const mkg_gemm_desc *d, mkg_gemm_params *out)
     out->in_type = (int)d->a_type;
     out->c_type = (int)d->c_type;
     out->epilogue = (int)d->epilogue;
+    out->aux = d->aux;
+    out->ld_aux = d->ld_aux;
+    out->deps = d->deps;
     out->kc = d->kc;
     mkg_gemm_bind_workspace(out, d->m, d->n, d->workspace);
     return MKG_OK;

@@ -76,10 +76,20 @@ mkg_status mkg_gemm_validate(const mkg_gemm_desc *d)
         return MKG_ERR_LDB_TOO_SMALL;
     if ((d->ldb * in_size) % 16 != 0)
         return MKG_ERR_LDB_ALIGN;
-    if (d->ldc < d->n)
+    if (d->epilogue == MKG_EPI_SILU_MUL && (d->n % 16 != 0 || d->ldc < d->n / 2))
+        return MKG_ERR_SILU_N;
+    if (d->ldc < mkg_gemm_c_cols(d))
         return MKG_ERR_LDC_TOO_SMALL;
     if ((d->ldc * out_size) % 16 != 0)
         return MKG_ERR_LDC_ALIGN;
+    if (d->epilogue == MKG_EPI_RESIDUAL) {
+        if (!d->aux)
+            return MKG_ERR_NULL_AUX;
+        if (!mkg_aligned16(d->aux) || d->ld_aux < d->n || d->ld_aux > MKG_INT_MAX || (d->ld_aux * out_size) % 16 != 0)
+            return MKG_ERR_MISALIGNED_AUX;
+    }
+    if (d->deps.wait && !d->deps.stall)
+        return MKG_ERR_DEPS_NO_STALL;
     return MKG_OK;
 }
 

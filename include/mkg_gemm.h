@@ -35,6 +35,21 @@ static MKG_HD int mkg_box_rows(int cls)
     return cls == 6 ? 192 : 8 << cls;
 }
 
+/** Tile-granular dependencies of a GEMM inside a persistent megakernel (all zero:
+ *  none). Counters are per block of 64 rows of M. The producer loads a unit's first
+ *  stages of B, then waits until A's row blocks are ready, then loads A; after the
+ *  epilogue has written a 64-row slice of C, it adds rows x columns written to done.
+ *  Every wait is bounded: on timeout the first staller writes {tag + 1, row block,
+ *  target, value seen} to stall[0..3], and every later wait gives up at once. */
+typedef struct mkg_gemm_deps {
+    const unsigned int *wait;       /**< A row block rb is ready when wait[rb] >= rows(rb) * wait_per_row */
+    unsigned int wait_per_row;
+    unsigned int *done;             /**< per 64-row block of C: elements written (NULL: no signal) */
+    unsigned int *stall;            /**< 4 words, zero before the launch; required when wait is set */
+    unsigned int tag;               /**< who is waiting, for the stall report */
+    unsigned long long timeout_ns;  /**< a wait longer than this is a stall */
+} mkg_gemm_deps;
+
 /** A GEMM as the caller describes it. Leading dimensions are in elements. */
 typedef struct mkg_gemm_desc {
     int m, n, k;
@@ -45,6 +60,9 @@ typedef struct mkg_gemm_desc {
     void *c;                    /**< device pointer, M x N, row stride ldc */
     long long lda, ldb, ldc;
     mkg_epilogue epilogue;
+    const void *aux;            /**< MKG_EPI_RESIDUAL: R, M x N of c_type, row stride ld_aux (may equal c) */
+    long long ld_aux;
+    mkg_gemm_deps deps;         /**< megakernel dependencies (zero: none) */
     int kc;                     /**< canonical K chunk: 0 or >= K for one chunk, else a multiple of 64 */
     void *workspace;            /**< split-K partials + tile counters; NULL: mkg_gemm_create allocates */
     size_t workspace_bytes;     /**< size of workspace (see mkg_gemm_workspace_bytes) */
@@ -62,10 +80,19 @@ typedef struct mkg_gemm_params {
     long long ldc;
     int m, n, k;
     int in_type, c_type, epilogue;
+    const void *aux;                        /* residual R (MKG_EPI_RESIDUAL) */
+    long long ld_aux;
+    mkg_gemm_deps deps;
     int kc;                                 /* canonical K chunk (see mkg_chunk_count) */
     unsigned int *counters;                 /* split-K: arrivals per (tile, consumer), kept at 0 */
     float *partials;                        /* split-K: per (tile, chunk, consumer) FP32 partials */
 } mkg_gemm_params;
+
+/** Columns of C: N, or N / 2 under MKG_EPI_SILU_MUL. */
+static inline long long mkg_gemm_c_cols(const mkg_gemm_desc *d)
+{
+    return d->epilogue == MKG_EPI_SILU_MUL ? d->n / 2 : d->n;
+}
 
 /** Checks every field of d; returns the first problem found, MKG_OK if none. */
 mkg_status mkg_gemm_validate(const mkg_gemm_desc *d);

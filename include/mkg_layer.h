@@ -38,6 +38,9 @@ typedef struct mkg_layer_desc {
     void *c;                    /**< output, m_max x N, row stride ldc */
     long long lda, ldb, ldc;
     mkg_epilogue epilogue;
+    const void *aux;            /**< residual (MKG_EPI_RESIDUAL), row stride ld_aux */
+    long long ld_aux;
+    mkg_gemm_deps deps;         /**< megakernel dependencies (zero: none) */
     int m_max;                  /**< largest M any step will run */
     mkg_mode mode;
     int kc;                     /**< canonical K chunk; 0: the planner's (mkg_plan_kc) */

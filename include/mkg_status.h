@@ -24,6 +24,10 @@ extern "C" {
     X(MKG_ERR_DTYPE_MISMATCH,       "A and B must have the same input dtype")                \
     X(MKG_ERR_BAD_OUT_DTYPE,        "output dtype is not supported")                         \
     X(MKG_ERR_BAD_EPILOGUE,         "unknown epilogue kind")                                 \
+    X(MKG_ERR_NULL_AUX,             "the residual epilogue needs its R pointer (aux)")      \
+    X(MKG_ERR_MISALIGNED_AUX,       "aux is not 16-byte aligned or ld_aux is too small or not 16-byte rows") \
+    X(MKG_ERR_SILU_N,               "the SiLU-mul epilogue needs N a multiple of 16 and ldc >= N / 2") \
+    X(MKG_ERR_DEPS_NO_STALL,        "a GEMM that waits on dependencies needs a stall word")  \
     X(MKG_ERR_BAD_KC,               "K chunk must be 0, >= K, or a positive multiple of 64") \
     X(MKG_ERR_WORKSPACE_TOO_SMALL,  "split-K workspace is smaller than the schedule needs")  \
     X(MKG_ERR_NULL_A,               "A pointer is NULL")                                     \

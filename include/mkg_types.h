@@ -30,6 +30,9 @@ typedef enum mkg_dtype {
 /* What the epilogue does with the FP32 accumulator tile. */
 typedef enum mkg_epilogue {
     MKG_EPI_STORE = 0,          /* C = A . B^T, converted to the output dtype */
+    MKG_EPI_RESIDUAL = 1,       /* C = A . B^T + R (R: aux, same dtype and shape as C; may be C itself) */
+    MKG_EPI_SILU_MUL = 2,       /* B rows interleave gate and up in blocks of 8 (row 16b+i = gate 8b+i,
+                                   row 16b+8+i = up 8b+i); C[:, 8b+i] = silu(gate) * up, N/2 columns */
     MKG_EPI_COUNT
 } mkg_epilogue;
 
