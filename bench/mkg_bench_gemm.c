@@ -1,12 +1,13 @@
 /* mkg_bench_gemm.c - main of mkg_bench_gemm: mkgemm against cuBLASLt over a shapes file.
  *
- *   mkg_bench_gemm --out PATH [--shapes FILE] [--dtype bf16|fp16|all] [--commit STR]
- *                  [--replays N] [--only NAME[,NAME..]] [--max-m N] [--min-m N]
+ *   mkg_bench_gemm --out PATH [--shapes FILE] [--dtype bf16|fp16|all] [--commit STR] [--replays N]
+ *                  [--only NAME[,NAME..]] [--max-m N] [--min-m N] [--table FILE] [--autotune-out FILE]
  *
- * Runs every (dtype, shape, M) through the engine in mkg_bench_gemm.h, printing a
- * line per row as it goes, then writes the results JSON (SPEC section 10) and a
- * summary per dtype. Needs a compute-capability-9.0 GPU; without one it says why
- * and exits 1.
+ * Runs every (dtype, shape, M) through the engine in mkg_bench_gemm.h (host-launched
+ * schedules, the device-dispatched cost-model table and, with --table, the loaded one),
+ * printing a line per row, then writes the results JSON (SPEC section 10), the autotuned
+ * table file if asked, and a summary per dtype. Needs a compute-capability-9.0 GPU;
+ * without one it says why and exits 1.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -27,6 +28,8 @@ typedef struct mkg_bench_args {
     const char *out;
     const char *commit;
     const char *only;           /* comma-separated shape names, NULL: all */
+    const char *table;          /* table file to dispatch from as well, NULL: none */
+    const char *autotune_out;   /* table file to write from the measurements, NULL: none */
     int replays;
     int min_m, max_m;
 } mkg_bench_args;
@@ -36,6 +39,7 @@ static void mkg_bench_usage(FILE *f)
     fprintf(f,
             "usage: mkg_bench_gemm --out PATH [--shapes FILE] [--dtype bf16|fp16|all] [--commit STR]\n"
             "                      [--replays N] [--only NAME[,NAME..]] [--max-m N] [--min-m N]\n"
+            "                      [--table FILE] [--autotune-out FILE]\n"
             "  --out PATH      results JSON to write (required)\n"
             "  --shapes FILE   shapes CSV `name,N,K,M values` (default %s)\n"
             "  --dtype D       input and output dtype: bf16, fp16 or all (default bf16)\n"
@@ -43,7 +47,16 @@ static void mkg_bench_usage(FILE *f)
             "  --replays N     timed CUDA-graph replays per candidate, median taken (default 20)\n"
             "  --only NAMES    run only these shapes (comma-separated names)\n"
             "  --min-m N       run only M values >= N\n"
-            "  --max-m N       run only M values <= N\n",
+            "  --max-m N       run only M values <= N\n"
+            "  --table FILE    also dispatch from this table file (written by --autotune-out for the\n"
+            "                  same shapes file and GPU): JSON tuned_schedule, tuned_us; if it does not\n"
+            "                  load, says why and runs the cost model only\n"
+            "  --autotune-out FILE\n"
+            "                  after the runs, write a table file: per (layer, M bucket) the fastest\n"
+            "                  measured schedule, the cost model where nothing was measured\n"
+            "  mkg_us and schedule are the dispatch kernel on the cost-model table; oracle_* the\n"
+            "  fastest host-launched schedule. Table file layers: for bf16 then fp16, one per shape\n"
+            "  name in file order, m_max = its largest M (whatever --dtype, --only, --min/max-m say).\n",
             MKG_BENCH_DEFAULT_SHAPES);
 }
 
@@ -88,6 +101,10 @@ static void mkg_bench_parse_args(int argc, char **argv, mkg_bench_args *a)
             a->commit = value;
         else if (strcmp(flag, "--only") == 0)
             a->only = value;
+        else if (strcmp(flag, "--table") == 0)
+            a->table = value;
+        else if (strcmp(flag, "--autotune-out") == 0)
+            a->autotune_out = value;
         else if (strcmp(flag, "--replays") == 0)
             a->replays = mkg_bench_int_arg(flag, value);
         else if (strcmp(flag, "--min-m") == 0)
@@ -196,8 +213,23 @@ int main(int argc, char **argv)
 
     mkg_bench_cfg cfg;
     mkg_bench_meta meta;
+    mkg_bench_layers layers;
     memset(&meta, 0, sizeof meta);
+    memset(&layers, 0, sizeof layers);
     mkg_bench_init(&cfg, args.replays);
+    if ((args.table || args.autotune_out) && mkg_bench_layers_create(&cfg, shapes, nshapes, &layers) != 0)
+        return 1;
+    if (args.table) {
+        meta.table = args.table;
+        meta.table_status = mkg_bench_layers_load(&cfg, &layers, args.table);
+        if (meta.table_status == MKG_OK)
+            printf("mkg_bench_gemm: dispatching from %s as well (%d layers)\n", args.table, layers.count);
+        else
+            fprintf(stderr,
+                    "mkg_bench_gemm: --table %s: %s (%s); falling back to the cost model: rows are dispatched "
+                    "from the cost-model table only and the tuned columns are null\n",
+                    args.table, mkg_status_string(meta.table_status), mkg_status_name(meta.table_status));
+    }
     mkg_bench_utc_now(meta.date, sizeof meta.date);
     const char *env_commit = getenv("MKG_COMMIT");
     meta.commit = args.commit ? args.commit : env_commit ? env_commit : "unknown";
@@ -217,7 +249,9 @@ int main(int argc, char **argv)
                 const mkg_bench_shape *s = &shapes[i];
                 if (!mkg_bench_selected(&args, s, s->m[j]))
                     continue;
-                mkg_bench_gemm_row(&cfg, s->name, s->m[j], s->n, s->k, dts[d], &rows[done]);
+                const int layer = layers.have_loaded ? mkg_bench_layers_find(&layers, s->name, dts[d]) : -1;
+                const mkg_layer_plan *tuned = layer >= 0 ? &layers.loaded[layer] : NULL;
+                mkg_bench_gemm_row_tuned(&cfg, s->name, s->m[j], s->n, s->k, dts[d], tuned, &rows[done]);
                 mkg_bench_print_row(&rows[done++]);
             }
 
@@ -226,14 +260,26 @@ int main(int argc, char **argv)
         printf("clocks after the runs: sm %d MHz, mem %d MHz\n", meta.sm_mhz, meta.mem_mhz);
     else
         printf("clocks after the runs: unavailable (nvidia-smi gave nothing)\n");
-    const int written = mkg_bench_write_json(args.out, &cfg, &meta, rows, done);
-    if (written == 0)
+    int failed = mkg_bench_write_json(args.out, &cfg, &meta, rows, done) != 0;
+    if (!failed)
         printf("wrote %s\n", args.out);
+    if (args.autotune_out) {
+        int tuned = 0;
+        const mkg_status st = mkg_bench_autotune_save(&cfg, &layers, rows, done, args.autotune_out, &tuned);
+        if (st == MKG_OK)
+            printf("wrote %s: %d (layer, M bucket) entries from measurements, the rest of %d layers from the "
+                   "cost model\n", args.autotune_out, tuned, layers.count);
+        else
+            fprintf(stderr, "mkg_bench_gemm: --autotune-out %s: %s (%s)\n", args.autotune_out,
+                    mkg_status_string(st), mkg_status_name(st));
+        failed = failed || st != MKG_OK;
+    }
     for (int d = 0; d < ndts; ++d)
         mkg_bench_print_summary(rows, done, dts[d]);
 
+    mkg_bench_layers_free(&layers);
     mkg_bench_release(&cfg);
     free(rows);
     free(shapes);
-    return written == 0 ? 0 : 1;
+    return failed ? 1 : 0;
 }

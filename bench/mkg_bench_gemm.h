@@ -1,13 +1,12 @@
-/* mkg_bench_gemm.h - the GEMM benchmark engine: every eligible mkgemm schedule
- * against cuBLASLt, side by side in one process (SPEC section 10).
+/* mkg_bench_gemm.h - the GEMM benchmark engine: every eligible mkgemm schedule, the
+ * device-dispatched path and cuBLASLt, side by side in one process (SPEC section 10).
  *
- * One call of mkg_bench_gemm_row() measures one (shape, M, dtype): it allocates
- * rotation sets of (A, B, C) whose total exceeds twice the L2, checks every
- * eligible schedule against an FP64 reference and against each other bitwise,
- * then times each schedule and cuBLASLt's top heuristic candidates as CUDA-graph
- * replays (median of cfg->replays). mkg_bench_gemm and mkg_demo both drive it.
- * Engine calls print the failing call and exit(1) on any CUDA, cuBLASLt or
- * mkgemm error: they are for benchmark programs, never for the library.
+ * mkg_bench_gemm_row() measures one (shape, M, dtype) on rotation sets of (A, B, C) over
+ * twice the L2: schedules against an FP64 reference and each other bitwise, then every
+ * schedule, the dispatch kernel on a cost-model table (and on a loaded plan) and
+ * cuBLASLt's candidates as interleaved CUDA-graph replays, then the dispatched bits against
+ * the oracle's. mkg_bench_layers is the layer list of autotune's table files.
+ * Engine calls print the failing call and exit(1) on any error: benchmark programs only.
  */
 #ifndef MKG_BENCH_GEMM_H
 #define MKG_BENCH_GEMM_H
@@ -36,12 +35,14 @@ typedef struct mkg_bench_cfg {
     int sms;
     int l2_bytes;
     char gpu[256];
+    mkg_gpu_info info;          /* name and SM count, as table files and mkg_table_create key them */
     cudaStream_t stream;
     cublasLtHandle_t lt;
     void *workspace;            /* MKG_BENCH_WORKSPACE_BYTES of device memory */
 } mkg_bench_cfg;
 
-/* Opens the current device (call mkg_device_check() first); exits on failure. */
+/* Opens the current device (call mkg_device_check() first) and readies the dispatch
+ * kernel; exits on failure. */
 void mkg_bench_init(mkg_bench_cfg *cfg, int replays);
 
 /* Releases what mkg_bench_init created. */
@@ -54,13 +55,19 @@ typedef struct mkg_bench_row {
     mkg_dtype dtype;            /* input and output dtype */
     int m, n, k;
     int kc;                     /* the layer's canonical K chunk (mkg_plan_kc) */
+    int schedule;               /* dispatched: the cost-model table's schedule for M's bucket */
+    double mkg_us;              /* the dispatch kernel running from the cost-model table */
+    int dispatch_bitexact;      /* 1: the dispatched C has the oracle's bits */
     int oracle;                 /* fastest eligible schedule */
-    double mkg_us;              /* the dispatched schedule; the oracle until dispatch exists */
     double oracle_us;
+    int tuned;                  /* 1: a loaded plan was dispatched too (tuned_* hold it) */
+    int tuned_schedule;         /* the loaded table's schedule for M's bucket */
+    double tuned_us;            /* the dispatch kernel running from the loaded plan */
+    int tuned_bitexact;         /* 1: its C has the oracle's bits */
     double cublas_us;           /* cuBLASLt heuristic #0 */
     double cublas_best_us;      /* best of the cuBLASLt candidates */
     int cublas_algos;           /* cuBLASLt candidates timed */
-    double max_rel_err;         /* oracle vs FP64 reference; INFINITY if any output is non-finite */
+    double max_rel_err;         /* oracle (= dispatched when bitexact) vs FP64 reference; INFINITY if non-finite */
     double cublas_max_rel_err;  /* cuBLASLt heuristic #0 vs the same reference */
     int bitexact;               /* 1: every eligible schedule wrote the same bits */
     double tflops;              /* of mkg_us */
@@ -73,17 +80,25 @@ typedef struct mkg_bench_row {
 /* 1 if the benchmark runs schedule s on d (the rules are commented inside). */
 int mkg_bench_schedule_eligible(const mkg_gemm_desc *d, int s);
 
-/* Measures C[m x n] = A[m x k] . B[n x k]^T in dtype dt into *out. */
+/* Measures C[m x n] = A[m x k] . B[n x k]^T in dtype dt into *out; tuned, when not NULL,
+ * is this layer's plan from a loaded table file (kc = the row's kc, at least M's bucket),
+ * dispatched as a second mode. */
+void mkg_bench_gemm_row_tuned(const mkg_bench_cfg *cfg, const char *shape, int m, int n, int k, mkg_dtype dt,
+                              const mkg_layer_plan *tuned, mkg_bench_row *out);
+
+/* mkg_bench_gemm_row_tuned without a loaded plan. */
 void mkg_bench_gemm_row(const mkg_bench_cfg *cfg, const char *shape, int m, int n, int k, mkg_dtype dt,
                         mkg_bench_row *out);
 
-/* cublas_best_us / mkg_us: above 1 means mkgemm is faster. */
+/* cublas_best_us / mkg_us: above 1 means mkgemm (dispatched) is faster. */
 double mkg_bench_ratio(const mkg_bench_row *r);
 
 /* One human-readable line for a row, flushed. */
 void mkg_bench_print_row(const mkg_bench_row *r);
 
-/* Per dtype: geomean ratio over M >= 512, the minimum ratio and its row, the ratio at square_8192. */
+/* Per dtype: geomean cublas_best_us / mkg_us over M >= 512 and its worst row, the minimum
+ * over all rows, square_8192, the cost-model pick against the oracle (oracle_us / mkg_us)
+ * and, for rows with a loaded plan, the same for the tuned pick. */
 void mkg_bench_print_summary(const mkg_bench_row *rows, int count, mkg_dtype dt);
 
 // ---- shapes file -----------------------------------------------------------------------
@@ -99,6 +114,45 @@ typedef struct mkg_bench_shape {
 /* Reads path into a malloc'd array (*out, *count); prints file:line and returns -1 on error. */
 int mkg_bench_read_shapes(const char *path, mkg_bench_shape **out, int *count);
 
+// ---- layer list of the table files -----------------------------------------------------
+
+/* The layers a table file describes, fixed by the shapes file alone (never by --dtype,
+ * --only or the M filters, so any run over the same shapes file can read it): for bf16,
+ * then fp16, one layer per distinct shape name in file order, with that row's N and K,
+ * output dtype = input dtype, kc = mkg_plan_kc, invariant mode, m_max = the largest M
+ * of the name. NOTE: these layers are only planned, saved and loaded, never uploaded,
+ * so a, b and c point at one placeholder that passes validation. */
+typedef struct mkg_bench_layers {
+    int count;
+    mkg_layer_desc *layers;
+    char (*names)[MKG_BENCH_NAME_MAX];  /* shape name of each layer */
+    mkg_layer_plan *cost;               /* cost-model plans (mkg_layers_plan) */
+    mkg_layer_plan *loaded;             /* the --table file's plans; valid when have_loaded */
+    int have_loaded;
+    void *placeholder;
+} mkg_bench_layers;
+
+/* Builds the list for shapes with cost-model plans; prints why and returns -1 when a
+ * name repeats with another N or K, or the library refuses a layer. */
+int mkg_bench_layers_create(const mkg_bench_cfg *cfg, const mkg_bench_shape *shapes, int count,
+                            mkg_bench_layers *out);
+
+void mkg_bench_layers_free(mkg_bench_layers *l);
+
+/* Index of layer (shape, dt), or -1. */
+int mkg_bench_layers_find(const mkg_bench_layers *l, const char *shape, mkg_dtype dt);
+
+/* Reads a table file into l->loaded (mkg_table_load, keyed by cfg's GPU name and SM
+ * count); on failure returns its status and leaves have_loaded at 0. */
+mkg_status mkg_bench_layers_load(const mkg_bench_cfg *cfg, mkg_bench_layers *l, const char *path);
+
+/* Autotune: for every layer and every bucket in which rows of the layer's (N, K, dtype)
+ * were measured, the eligible schedule with the least summed time over those rows;
+ * every other bucket keeps the cost-model plan. Writes path with mkg_table_save;
+ * *tuned gets the number of measured buckets. */
+mkg_status mkg_bench_autotune_save(const mkg_bench_cfg *cfg, const mkg_bench_layers *l, const mkg_bench_row *rows,
+                                   int count, const char *path, int *tuned);
+
 // ---- results JSON ----------------------------------------------------------------------
 
 /* Top-level fields of a results file. */
@@ -107,6 +161,8 @@ typedef struct mkg_bench_meta {
     char date[32];              /* UTC ISO-8601 */
     int clocks_valid;           /* 0: clocks_mhz is written as null */
     int sm_mhz, mem_mhz;
+    const char *table;          /* --table FILE, or NULL: written as "table": null */
+    mkg_status table_status;    /* what mkg_table_load said about it */
 } mkg_bench_meta;
 
 /* Current UTC time as ISO-8601 (YYYY-MM-DDTHH:MM:SSZ). */

@@ -1,12 +1,12 @@
 /* mkg_bench_gemm_lib.c - the GEMM benchmark engine declared in mkg_bench_gemm.h.
  *
- * A row reads top to bottom: allocate R rotation sets of (A, B, C) and fill them,
- * create one mkgemm op per set, ask cuBLASLt for its heuristic candidates, check
- * correctness (FP64 reference on the first and last rows, bitwise equality across
- * schedules), time every candidate under CUDA-graph replay, free everything.
- * Then come the stdout report, the shapes-file reader and the results JSON.
- * Every CUDA runtime call goes through MKG_CUDA_CHECK, every cuBLASLt call through
- * MKG_BENCH_LT_CHECK and every mkgemm call through MKG_BENCH_MKG_CHECK.
+ * A row reads top to bottom: allocate R rotation sets of (A, B, C), one mkgemm op per set
+ * and one uploaded layer table per plan (a layer per set), ask cuBLASLt for its candidates,
+ * check the schedules (FP64 reference on the first and last rows, bitwise across them),
+ * time every candidate under interleaved CUDA-graph replay, check the dispatched C against
+ * the oracle's bits, free everything. Then come the report, the shapes-file reader, the
+ * layer list and autotune of the table files, and the results JSON. CUDA calls go through
+ * MKG_CUDA_CHECK, cuBLASLt calls through MKG_BENCH_LT_CHECK, mkgemm calls through MKG_BENCH_MKG_CHECK.
  */
 #define _POSIX_C_SOURCE 200809L     /* popen, pclose, gmtime_r */
 
@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "mkg_bench_dispatch.h"
 #include "mkg_bench_gemm.h"
 #include "mkg_check.h"
 #include "mkg_harness.h"
@@ -73,10 +74,14 @@ void mkg_bench_init(mkg_bench_cfg *cfg, int replays)
     MKG_CUDA_CHECK(cudaGetDeviceProperties(&prop, cfg->device));
     snprintf(cfg->gpu, sizeof cfg->gpu, "%s", prop.name);
     MKG_CUDA_CHECK(cudaDeviceGetAttribute(&cfg->sms, cudaDevAttrMultiProcessorCount, cfg->device));
+    /* NOTE: the same key mkg_table_create builds for its cost-model plans. */
+    snprintf(cfg->info.name, sizeof cfg->info.name, "%.95s", prop.name);
+    cfg->info.sms = prop.multiProcessorCount;
     MKG_CUDA_CHECK(cudaDeviceGetAttribute(&cfg->l2_bytes, cudaDevAttrL2CacheSize, cfg->device));
     MKG_CUDA_CHECK(cudaStreamCreateWithFlags(&cfg->stream, cudaStreamNonBlocking));
     MKG_BENCH_LT_CHECK(cublasLtCreate(&cfg->lt));
     MKG_CUDA_CHECK(cudaMalloc(&cfg->workspace, MKG_BENCH_WORKSPACE_BYTES));
+    MKG_CUDA_CHECK(mkg_bench_dispatch_init());
 }
 
 void mkg_bench_release(mkg_bench_cfg *cfg)
@@ -86,7 +91,7 @@ void mkg_bench_release(mkg_bench_cfg *cfg)
     MKG_CUDA_CHECK(cudaStreamDestroy(cfg->stream));
 }
 
-// ---- one problem: rotation sets and the cuBLASLt plan -----------------------------------
+// ---- one problem: rotation sets, layer tables and the cuBLASLt plan ----------------------
 
 /* One rotation set: dense A (m x k, lda = k), B (n x k, ldb = k), C (m x n, ldc = n). */
 typedef struct mkg_bench_set {
@@ -111,6 +116,7 @@ typedef struct mkg_bench_problem {
     int nsets;
     void *a_all, *b_all, *c_all;        /* nsets slices each, MKG_BENCH_ALIGN-aligned */
     mkg_bench_set *sets;
+    mkg_table *table[2];                /* layer i = set i; [0]: cost model, [1]: loaded plan or NULL */
     mkg_bench_lt_plan lt;
 } mkg_bench_problem;
 
@@ -216,6 +222,88 @@ static void mkg_bench_lt_plan_create(const mkg_bench_cfg *cfg, mkg_bench_problem
     }
 }
 
+/* Set s as a layer: its pointers, m_max = M, the row's kc, invariant mode. */
+static mkg_layer_desc mkg_bench_layer_of(const mkg_bench_problem *p, const mkg_bench_set *s)
+{
+    mkg_layer_desc l;
+    memset(&l, 0, sizeof l);
+    l.n = p->n;
+    l.k = p->k;
+    l.in_type = l.c_type = p->dt;
+    l.a = s->a;
+    l.b = s->b;
+    l.c = s->c;
+    l.lda = p->k;
+    l.ldb = p->k;
+    l.ldc = p->n;
+    l.epilogue = MKG_EPI_STORE;
+    l.m_max = p->m;
+    l.mode = MKG_MODE_INVARIANT;
+    l.kc = p->kc;
+    return l;
+}
+
+/* Every row of table t must hold schedule s in bucket b: what the device will read. */
+static void mkg_bench_table_expect(const mkg_bench_problem *p, const mkg_table *t, int b, int s, const char *what)
+{
+    /* NOTE: aligned like the rows themselves (their tensor maps are 64-byte aligned). */
+    mkg_layer_dev *rows = (mkg_layer_dev *)aligned_alloc(64, (size_t)p->nsets * sizeof *rows);
+    if (!rows) {
+        fprintf(stderr, "mkg_bench: out of host memory (%d table rows)\n", p->nsets);
+        exit(1);
+    }
+    MKG_CUDA_CHECK(cudaMemcpy(rows, mkg_table_rows(t), (size_t)p->nsets * sizeof *rows, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < p->nsets; ++i)
+        if (!rows[i].planned || b >= rows[i].buckets || rows[i].schedule[b] != s) {
+            fprintf(stderr, "mkg_bench: the uploaded %s table holds schedule %d in bucket %d of layer %d, not %s\n",
+                    what, rows[i].schedule[b], b, i, mkg_schedule_get(s)->name);
+            exit(1);
+        }
+    free(rows);
+}
+
+/* Uploads p->table[0] from the cost model (plans = NULL, as an application would) and,
+ * given `tuned`, p->table[1] from that plan cut to M's buckets; sets every layer's M.
+ * row->schedule (and tuned_schedule) get the table's schedule for M's bucket, computed
+ * with mkg_layers_plan and checked against the uploaded rows. */
+static void mkg_bench_tables_create(const mkg_bench_cfg *cfg, mkg_bench_problem *p, const mkg_layer_plan *tuned,
+                                    mkg_bench_row *row)
+{
+    mkg_layer_desc *layers = (mkg_layer_desc *)mkg_bench_calloc((size_t)p->nsets, sizeof *layers);
+    mkg_layer_plan *plans = (mkg_layer_plan *)mkg_bench_calloc((size_t)p->nsets, sizeof *plans);
+    const mkg_cost_model cm = mkg_cost_model_h200();
+    const int b = mkg_bucket_of(p->m), buckets = mkg_bucket_count(p->m);
+    for (int i = 0; i < p->nsets; ++i)
+        layers[i] = mkg_bench_layer_of(p, &p->sets[i]);
+    MKG_BENCH_MKG_CHECK(mkg_layers_plan(&cm, layers, p->nsets, &cfg->info, plans));
+    MKG_BENCH_MKG_CHECK(mkg_table_create(layers, p->nsets, NULL, &p->table[0]));
+    row->schedule = plans[0].schedule[b];
+    mkg_bench_table_expect(p, p->table[0], b, row->schedule, "cost-model");
+    if (tuned) {
+        if (tuned->kc != p->kc || tuned->buckets < buckets) {
+            fprintf(stderr, "mkg_bench: the loaded plan (kc %d, %d buckets) does not cover M=%d with kc %d\n",
+                    tuned->kc, tuned->buckets, p->m, p->kc);
+            exit(1);
+        }
+        for (int i = 0; i < p->nsets; ++i) {
+            memset(&plans[i], 0, sizeof plans[i]);
+            plans[i].kc = tuned->kc;
+            plans[i].buckets = buckets;
+            memcpy(plans[i].schedule, tuned->schedule, (size_t)buckets);
+        }
+        MKG_BENCH_MKG_CHECK(mkg_table_create(layers, p->nsets, plans, &p->table[1]));
+        row->tuned = 1;
+        row->tuned_schedule = tuned->schedule[b];
+        mkg_bench_table_expect(p, p->table[1], b, row->tuned_schedule, "loaded");
+    }
+    for (int t = 0; t < 2; ++t)
+        for (int i = 0; p->table[t] && i < p->nsets; ++i)
+            MKG_BENCH_MKG_CHECK(mkg_table_set_m(p->table[t], i, p->m, cfg->stream));
+    MKG_CUDA_CHECK(cudaStreamSynchronize(cfg->stream));
+    free(plans);
+    free(layers);
+}
+
 static void mkg_bench_problem_create(const mkg_bench_cfg *cfg, mkg_bench_problem *p, const char *shape, int m,
                                      int n, int k, mkg_dtype dt)
 {
@@ -237,6 +325,8 @@ static void mkg_bench_problem_create(const mkg_bench_cfg *cfg, mkg_bench_problem
 
 static void mkg_bench_problem_free(mkg_bench_problem *p)
 {
+    mkg_table_destroy(p->table[1]);
+    mkg_table_destroy(p->table[0]);
     for (int i = 0; i < p->nsets; ++i)
         mkg_gemm_destroy(p->sets[i].op);
     MKG_BENCH_LT_CHECK(cublasLtMatrixLayoutDestroy(p->lt.mat_c));
@@ -253,8 +343,9 @@ static void mkg_bench_problem_free(mkg_bench_problem *p)
 // ---- candidates: what one launch of a timed graph is ------------------------------------
 
 typedef enum mkg_bench_kind {
-    MKG_BENCH_MKGEMM = 0,       /* id: mkgemm schedule */
-    MKG_BENCH_CUBLAS = 1        /* id: index into the cuBLASLt heuristic candidates */
+    MKG_BENCH_MKGEMM = 0,       /* id: mkgemm schedule, host-launched */
+    MKG_BENCH_CUBLAS = 1,       /* id: index into the cuBLASLt heuristic candidates */
+    MKG_BENCH_DISPATCH = 2      /* id: index into p->table, run by the device dispatcher */
 } mkg_bench_kind;
 
 typedef struct mkg_bench_cand {
@@ -274,6 +365,12 @@ static void mkg_bench_enqueue(const mkg_bench_cfg *cfg, const mkg_bench_problem 
     const mkg_bench_set *s = &p->sets[set];
     if (c.kind == MKG_BENCH_MKGEMM) {
         MKG_BENCH_MKG_CHECK(mkg_gemm_launch(s->op, c.id, 0, cfg->stream));
+        return;
+    }
+    if (c.kind == MKG_BENCH_DISPATCH) {
+        const mkg_table *t = p->table[c.id];
+        MKG_CUDA_CHECK(mkg_bench_dispatch_launch(p->dt, mkg_table_rows(t), mkg_table_count(t), mkg_table_m(t),
+                                                 mkg_table_error(t), set, cfg->sms, cfg->stream));
         return;
     }
     const float alpha = 1.0f, beta = 0.0f;
@@ -502,6 +599,42 @@ static void mkg_bench_check(const mkg_bench_cfg *cfg, const mkg_bench_problem *p
     MKG_CUDA_CHECK(cudaFree(ref.r));
 }
 
+/* After timing: the oracle's C of set 0 is kept, then each table is dispatched once on
+ * set 0 and its C compared bit for bit (every schedule writes the same bits, so the
+ * dispatched one must too). A table's error word, sticky over every launch so far,
+ * must still be 0. */
+static void mkg_bench_check_dispatch(const mkg_bench_cfg *cfg, mkg_bench_problem *p, mkg_bench_row *row)
+{
+    static const char *const what[2] = {"cost-model", "loaded"};
+    void *oracle = NULL;
+    MKG_CUDA_CHECK(cudaMalloc(&oracle, p->c_bytes));
+    mkg_bench_run_once(cfg, p, mkg_bench_cand_of(MKG_BENCH_MKGEMM, row->oracle));
+    MKG_CUDA_CHECK(cudaMemcpyAsync(oracle, p->sets[0].c, p->c_bytes, cudaMemcpyDeviceToDevice, cfg->stream));
+    for (int t = 0; t < 2; ++t) {
+        if (!p->table[t])
+            continue;
+        unsigned int word = 0;
+        long long differ = 0;
+        mkg_bench_run_once(cfg, p, mkg_bench_cand_of(MKG_BENCH_DISPATCH, t));
+        MKG_BENCH_MKG_CHECK(mkg_table_take_error(p->table[t], &word, cfg->stream));
+        if (word != 0) {
+            fprintf(stderr, "mkg_bench: the dispatch kernel on the %s table set error word 0x%x: layer %u, "
+                    "reason %u (mkg_dispatch_error in mkg_layer.h)\n", what[t], word, (word >> 8) - 1, word & 0xFFu);
+            exit(1);
+        }
+        MKG_CUDA_CHECK(mkg_count_mismatch_gpu(p->sets[0].c, p->n, oracle, p->n, p->m, p->n, (int)p->esize, &differ,
+                                              cfg->stream));
+        if (differ != 0)
+            fprintf(stderr, "mkg_bench: M=%d N=%d K=%d %s: the dispatched C (%s table) differs from the oracle's in "
+                    "%lld elements\n", p->m, p->n, p->k, mkg_dtype_name(p->dt), what[t], differ);
+        if (t == 0)
+            row->dispatch_bitexact = differ == 0;
+        else
+            row->tuned_bitexact = differ == 0;
+    }
+    MKG_CUDA_CHECK(cudaFree(oracle));
+}
+
 // ---- one row -----------------------------------------------------------------------------
 
 int mkg_bench_schedule_eligible(const mkg_gemm_desc *d, int s)
@@ -520,27 +653,37 @@ int mkg_bench_schedule_eligible(const mkg_gemm_desc *d, int s)
     return 1;
 }
 
-/* Times every eligible schedule (the fastest is the oracle) and every cuBLASLt candidate,
- * all in the same interleaved rounds. */
+/* Times every eligible schedule (the fastest is the oracle), the dispatch kernel on each
+ * table and every cuBLASLt candidate, all in the same interleaved rounds. */
 static void mkg_bench_time_all(const mkg_bench_cfg *cfg, const mkg_bench_problem *p, mkg_bench_row *row)
 {
-    mkg_bench_cand cands[MKG_SCHED_COUNT + MKG_BENCH_LT_ALGOS];
-    double us[MKG_SCHED_COUNT + MKG_BENCH_LT_ALGOS];
+    mkg_bench_cand cands[MKG_SCHED_COUNT + 2 + MKG_BENCH_LT_ALGOS];
+    double us[MKG_SCHED_COUNT + 2 + MKG_BENCH_LT_ALGOS];
     int count = 0;
     for (int s = 0; s < MKG_SCHED_COUNT; ++s)
         if (row->eligible[s])
             cands[count++] = mkg_bench_cand_of(MKG_BENCH_MKGEMM, s);
+    const int first_dispatch = count;
+    for (int t = 0; t < 2; ++t)
+        if (p->table[t])
+            cands[count++] = mkg_bench_cand_of(MKG_BENCH_DISPATCH, t);
     const int first_lt = count;
     for (int i = 0; i < p->lt.count; ++i)
         cands[count++] = mkg_bench_cand_of(MKG_BENCH_CUBLAS, i);
     mkg_bench_time_interleaved(cfg, p, cands, count, us);
 
     row->oracle = -1;
-    for (int c = 0; c < first_lt; ++c) {
+    for (int c = 0; c < first_dispatch; ++c) {
         const int s = cands[c].id;
         row->sched_us[s] = us[c];
         if (row->oracle < 0 || us[c] < row->sched_us[row->oracle])
             row->oracle = s;
+    }
+    for (int c = first_dispatch; c < first_lt; ++c) {
+        if (cands[c].id == 0)
+            row->mkg_us = us[c];
+        else
+            row->tuned_us = us[c];
     }
     row->cublas_algos = p->lt.count;
     for (int c = first_lt; c < count; ++c) {
@@ -550,8 +693,8 @@ static void mkg_bench_time_all(const mkg_bench_cfg *cfg, const mkg_bench_problem
     }
 }
 
-void mkg_bench_gemm_row(const mkg_bench_cfg *cfg, const char *shape, int m, int n, int k, mkg_dtype dt,
-                        mkg_bench_row *out)
+void mkg_bench_gemm_row_tuned(const mkg_bench_cfg *cfg, const char *shape, int m, int n, int k, mkg_dtype dt,
+                              const mkg_layer_plan *tuned, mkg_bench_row *out)
 {
     mkg_bench_problem p;
     int eligible = 0;
@@ -561,6 +704,8 @@ void mkg_bench_gemm_row(const mkg_bench_cfg *cfg, const char *shape, int m, int 
     out->m = m;
     out->n = n;
     out->k = k;
+    out->tuned_schedule = -1;
+    out->tuned_us = NAN;
 
     mkg_bench_problem_create(cfg, &p, shape, m, n, k, dt);
     out->kc = p.kc;
@@ -575,14 +720,21 @@ void mkg_bench_gemm_row(const mkg_bench_cfg *cfg, const char *shape, int m, int 
         exit(1);
     }
 
+    mkg_bench_tables_create(cfg, &p, tuned, out);
     mkg_bench_check(cfg, &p, out);
     mkg_bench_time_all(cfg, &p, out);
+    mkg_bench_check_dispatch(cfg, &p, out);
     mkg_bench_problem_free(&p);
 
     out->oracle_us = out->sched_us[out->oracle];
-    out->mkg_us = out->oracle_us;
     out->max_rel_err = out->sched_err[out->oracle];
     out->tflops = 2.0 * m * n * (double)k / (out->mkg_us * 1e6);
+}
+
+void mkg_bench_gemm_row(const mkg_bench_cfg *cfg, const char *shape, int m, int n, int k, mkg_dtype dt,
+                        mkg_bench_row *out)
+{
+    mkg_bench_gemm_row_tuned(cfg, shape, m, n, k, dt, NULL, out);
 }
 
 // ---- stdout report -----------------------------------------------------------------------
@@ -594,47 +746,89 @@ double mkg_bench_ratio(const mkg_bench_row *r)
 
 void mkg_bench_print_row(const mkg_bench_row *r)
 {
-    printf("%-20s %s M=%-5d N=%-5d K=%-5d  %-26s mkg %10.2f us  cublas_best %10.2f us  ratio %6.3f  "
-           "err %.2e  bitexact %s\n",
-           r->shape, mkg_dtype_name(r->dtype), r->m, r->n, r->k, mkg_schedule_get(r->oracle)->name, r->mkg_us,
-           r->cublas_best_us, mkg_bench_ratio(r), r->max_rel_err, r->bitexact ? "yes" : "NO");
+    printf("%-20s %s M=%-5d N=%-5d K=%-5d  mkg %-30s %9.2f us  oracle %-30s %9.2f us", r->shape,
+           mkg_dtype_name(r->dtype), r->m, r->n, r->k, mkg_schedule_get(r->schedule)->name, r->mkg_us,
+           mkg_schedule_get(r->oracle)->name, r->oracle_us);
+    if (r->tuned)
+        printf("  tuned %-30s %9.2f us", mkg_schedule_get(r->tuned_schedule)->name, r->tuned_us);
+    printf("  cublas_best %9.2f us  ratio %6.3f  err %.2e  bitexact %s  dispatch %s\n", r->cublas_best_us,
+           mkg_bench_ratio(r), r->max_rel_err, r->bitexact ? "yes" : "NO",
+           r->dispatch_bitexact && (!r->tuned || r->tuned_bitexact) ? "=oracle" : "DIFFERS");
     fflush(stdout);
+}
+
+/* A geometric mean of ratios and the row of the smallest. */
+typedef struct mkg_bench_mean {
+    double log_sum;
+    int count;
+    double worst;
+    const mkg_bench_row *at;
+} mkg_bench_mean;
+
+static void mkg_bench_mean_add(mkg_bench_mean *g, double ratio, const mkg_bench_row *r)
+{
+    g->log_sum += log(ratio);
+    if (g->count++ == 0 || ratio < g->worst) {
+        g->worst = ratio;
+        g->at = r;
+    }
+}
+
+static void mkg_bench_mean_print(const char *what, const mkg_bench_mean *g)
+{
+    if (g->count == 0)
+        printf("  %s: no rows\n", what);
+    else
+        printf("  %s: geomean %.3f over %d rows; worst %.3f at %s M=%d\n", what, exp(g->log_sum / g->count),
+               g->count, g->worst, g->at->shape, g->at->m);
 }
 
 void mkg_bench_print_summary(const mkg_bench_row *rows, int count, mkg_dtype dt)
 {
-    const mkg_bench_row *worst_big = NULL, *worst = NULL, *square = NULL;
-    double log_sum = 0.0;
-    int big = 0, seen = 0;
+    mkg_bench_mean big, big_oracle, big_tuned, all, pick, tuned_pick;
+    const mkg_bench_row *square = NULL;
+    int seen = 0, differ = 0;
+    memset(&big, 0, sizeof big);
+    big_oracle = big_tuned = all = pick = tuned_pick = big;
     for (int i = 0; i < count; ++i) {
         const mkg_bench_row *r = &rows[i];
         if (r->dtype != dt)
             continue;
         ++seen;
+        differ += !r->dispatch_bitexact || (r->tuned && !r->tuned_bitexact);
         if (strcmp(r->shape, "square_8192") == 0)
             square = r;
-        if (!worst || mkg_bench_ratio(r) < mkg_bench_ratio(worst))
-            worst = r;
+        mkg_bench_mean_add(&all, mkg_bench_ratio(r), r);
+        mkg_bench_mean_add(&pick, r->oracle_us / r->mkg_us, r);
+        if (r->tuned)
+            mkg_bench_mean_add(&tuned_pick, r->oracle_us / r->tuned_us, r);
         if (r->m < 512)
             continue;
-        ++big;
-        log_sum += log(mkg_bench_ratio(r));
-        if (!worst_big || mkg_bench_ratio(r) < mkg_bench_ratio(worst_big))
-            worst_big = r;
+        mkg_bench_mean_add(&big, mkg_bench_ratio(r), r);
+        mkg_bench_mean_add(&big_oracle, r->cublas_best_us / r->oracle_us, r);
+        if (r->tuned)
+            mkg_bench_mean_add(&big_tuned, r->cublas_best_us / r->tuned_us, r);
     }
     if (seen == 0)
         return;
-    printf("summary %s (ratio = cublas_best_us / mkg_us, above 1 means mkgemm is faster)\n", mkg_dtype_name(dt));
-    if (big > 0)
-        printf("  M >= 512: geomean %.3f over %d rows; min %.3f at %s M=%d\n", exp(log_sum / big), big,
-               mkg_bench_ratio(worst_big), worst_big->shape, worst_big->m);
-    else
-        printf("  M >= 512: no rows\n");
-    printf("  all rows: min %.3f at %s M=%d\n", mkg_bench_ratio(worst), worst->shape, worst->m);
+    printf("summary %s (each ratio is reference time / mkgemm path time: above 1 the path is faster)\n",
+           mkg_dtype_name(dt));
+    mkg_bench_mean_print("dispatched vs cuBLASLt, M >= 512 (cublas_best_us / mkg_us)", &big);
+    mkg_bench_mean_print("oracle vs cuBLASLt, M >= 512 (cublas_best_us / oracle_us)", &big_oracle);
+    if (tuned_pick.count > 0)
+        mkg_bench_mean_print("tuned vs cuBLASLt, M >= 512 (cublas_best_us / tuned_us)", &big_tuned);
+    mkg_bench_mean_print("dispatched vs cuBLASLt, all rows", &all);
     if (square)
         printf("  square_8192: %.3f\n", mkg_bench_ratio(square));
     else
         printf("  square_8192: not run\n");
+    mkg_bench_mean_print("cost-model pick vs oracle, all rows (oracle_us / mkg_us)", &pick);
+    if (tuned_pick.count > 0)
+        mkg_bench_mean_print("tuned pick vs oracle, all rows (oracle_us / tuned_us)", &tuned_pick);
+    if (differ > 0)
+        printf("  dispatched C differs from the oracle's bits in %d rows\n", differ);
+    else
+        printf("  dispatched C equals the oracle's bits in every row\n");
     fflush(stdout);
 }
 
@@ -752,6 +946,144 @@ int mkg_bench_read_shapes(const char *path, mkg_bench_shape **out, int *count)
     return 0;
 }
 
+// ---- layer list of the table files, autotune ----------------------------------------------
+
+static const mkg_dtype mkg_bench_table_dtypes[2] = {MKG_DTYPE_BF16, MKG_DTYPE_FP16};
+
+int mkg_bench_layers_find(const mkg_bench_layers *l, const char *shape, mkg_dtype dt)
+{
+    for (int i = 0; i < l->count; ++i)
+        if (l->layers[i].in_type == dt && strcmp(l->names[i], shape) == 0)
+            return i;
+    return -1;
+}
+
+int mkg_bench_layers_create(const mkg_bench_cfg *cfg, const mkg_bench_shape *shapes, int count,
+                            mkg_bench_layers *out)
+{
+    const size_t cap = 2 * (size_t)count;
+    memset(out, 0, sizeof *out);
+    out->layers = (mkg_layer_desc *)mkg_bench_calloc(cap, sizeof *out->layers);
+    out->names = (char(*)[MKG_BENCH_NAME_MAX])mkg_bench_calloc(cap, sizeof *out->names);
+    out->cost = (mkg_layer_plan *)mkg_bench_calloc(cap, sizeof *out->cost);
+    out->loaded = (mkg_layer_plan *)mkg_bench_calloc(cap, sizeof *out->loaded);
+    out->placeholder = aligned_alloc(64, 64);
+    if (!out->placeholder) {
+        fprintf(stderr, "mkg_bench: out of host memory\n");
+        exit(1);
+    }
+    for (int d = 0; d < 2; ++d)
+        for (int i = 0; i < count; ++i) {
+            const mkg_bench_shape *s = &shapes[i];
+            int m_max = 0;
+            for (int j = 0; j < s->m_count; ++j)
+                m_max = s->m[j] > m_max ? s->m[j] : m_max;
+            const int found = mkg_bench_layers_find(out, s->name, mkg_bench_table_dtypes[d]);
+            if (found >= 0) {
+                mkg_layer_desc *l = &out->layers[found];
+                if (l->n != s->n || l->k != s->k) {
+                    fprintf(stderr, "mkg_bench: shape '%s' appears with N=%d K=%d and N=%d K=%d: a table file "
+                            "layer needs one\n", s->name, l->n, l->k, s->n, s->k);
+                    mkg_bench_layers_free(out);
+                    return -1;
+                }
+                l->m_max = m_max > l->m_max ? m_max : l->m_max;
+                continue;
+            }
+            mkg_layer_desc *l = &out->layers[out->count];
+            snprintf(out->names[out->count++], MKG_BENCH_NAME_MAX, "%s", s->name);
+            l->n = s->n;
+            l->k = s->k;
+            l->in_type = l->c_type = mkg_bench_table_dtypes[d];
+            l->a = l->b = l->c = out->placeholder;
+            l->lda = l->ldb = s->k;
+            l->ldc = s->n;
+            l->epilogue = MKG_EPI_STORE;
+            l->m_max = m_max;
+            l->mode = MKG_MODE_INVARIANT;
+            l->kc = mkg_plan_kc(s->n, s->k, cfg->sms);
+        }
+    int bad = -1;
+    mkg_status st = mkg_layers_validate(out->layers, out->count, &bad);
+    if (st == MKG_OK) {
+        const mkg_cost_model cm = mkg_cost_model_h200();
+        st = mkg_layers_plan(&cm, out->layers, out->count, &cfg->info, out->cost);
+    }
+    if (st != MKG_OK) {
+        fprintf(stderr, "mkg_bench: cannot plan the table layers%s%s: %s: %s\n", bad >= 0 ? ", shape " : "",
+                bad >= 0 ? out->names[bad] : "", mkg_status_name(st), mkg_status_string(st));
+        mkg_bench_layers_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+void mkg_bench_layers_free(mkg_bench_layers *l)
+{
+    free(l->placeholder);
+    free(l->loaded);
+    free(l->cost);
+    free(l->names);
+    free(l->layers);
+    memset(l, 0, sizeof *l);
+}
+
+mkg_status mkg_bench_layers_load(const mkg_bench_cfg *cfg, mkg_bench_layers *l, const char *path)
+{
+    const mkg_status st = mkg_table_load(path, &cfg->info, l->layers, l->loaded, l->count);
+    l->have_loaded = st == MKG_OK;
+    return st;
+}
+
+/* The schedule with the least summed time over the rows of l's (N, K, dtype, kc) whose
+ * M lies in bucket b and within m_max, among those eligible for the layer and timed in
+ * every such row; -1 when no row was measured there. */
+static int mkg_bench_fastest(const mkg_layer_desc *l, int kc, const mkg_bench_row *rows, int count, int b)
+{
+    double sum[MKG_SCHED_COUNT];
+    int ok[MKG_SCHED_COUNT], seen = 0, best = -1;
+    mkg_layer_desc lk = *l;
+    lk.kc = kc;
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        sum[s] = 0.0;
+        ok[s] = mkg_plan_eligible(&lk, s);
+    }
+    for (int i = 0; i < count; ++i) {
+        const mkg_bench_row *r = &rows[i];
+        if (r->n != l->n || r->k != l->k || r->dtype != l->in_type || r->kc != kc || r->m > l->m_max ||
+            mkg_bucket_of(r->m) != b)
+            continue;
+        ++seen;
+        for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+            ok[s] = ok[s] && r->eligible[s];
+            sum[s] += ok[s] ? r->sched_us[s] : 0.0;
+        }
+    }
+    for (int s = 0; seen > 0 && s < MKG_SCHED_COUNT; ++s)
+        if (ok[s] && (best < 0 || sum[s] < sum[best]))
+            best = s;
+    return best;
+}
+
+mkg_status mkg_bench_autotune_save(const mkg_bench_cfg *cfg, const mkg_bench_layers *l, const mkg_bench_row *rows,
+                                   int count, const char *path, int *tuned)
+{
+    mkg_layer_plan *plans = (mkg_layer_plan *)mkg_bench_calloc((size_t)l->count, sizeof *plans);
+    memcpy(plans, l->cost, (size_t)l->count * sizeof *plans);
+    *tuned = 0;
+    for (int i = 0; i < l->count; ++i)
+        for (int b = 0; b < plans[i].buckets; ++b) {
+            const int s = mkg_bench_fastest(&l->layers[i], plans[i].kc, rows, count, b);
+            if (s < 0)
+                continue;
+            plans[i].schedule[b] = (unsigned char)s;
+            ++*tuned;
+        }
+    const mkg_status st = mkg_table_save(path, &cfg->info, l->layers, plans, l->count);
+    free(plans);
+    return st;
+}
+
 // ---- results JSON ------------------------------------------------------------------------
 
 void mkg_bench_utc_now(char *buf, size_t size)
@@ -809,10 +1141,18 @@ static void mkg_json_row(FILE *f, const mkg_bench_row *r)
     mkg_json_string(f, r->shape);
     fprintf(f, ", \"dtype\": \"%s\", \"M\": %d, \"N\": %d, \"K\": %d, \"kc\": %d, \"mode\": \"invariant\",\n",
             mkg_dtype_name(r->dtype), r->m, r->n, r->k, r->kc);
-    fprintf(f, "     \"schedule\": \"%s\", \"mkg_us\": ", oracle);
+    fprintf(f, "     \"schedule\": \"%s\", \"mkg_us\": ", mkg_schedule_get(r->schedule)->name);
     mkg_json_number(f, "%.3f", r->mkg_us);
-    fprintf(f, ", \"oracle_schedule\": \"%s\", \"oracle_us\": ", oracle);
+    fprintf(f, ", \"dispatch_bitexact\": %s, \"oracle_schedule\": \"%s\", \"oracle_us\": ",
+            r->dispatch_bitexact ? "true" : "false", oracle);
     mkg_json_number(f, "%.3f", r->oracle_us);
+    if (r->tuned) {
+        fprintf(f, ",\n     \"tuned_schedule\": \"%s\", \"tuned_us\": ", mkg_schedule_get(r->tuned_schedule)->name);
+        mkg_json_number(f, "%.3f", r->tuned_us);
+        fprintf(f, ", \"tuned_bitexact\": %s", r->tuned_bitexact ? "true" : "false");
+    } else {
+        fputs(",\n     \"tuned_schedule\": null, \"tuned_us\": null, \"tuned_bitexact\": null", f);
+    }
     fputs(",\n     \"cublas_us\": ", f);
     mkg_json_number(f, "%.3f", r->cublas_us);
     fputs(", \"cublas_best_us\": ", f);
@@ -860,7 +1200,15 @@ int mkg_bench_write_json(const char *path, const mkg_bench_cfg *cfg, const mkg_b
         fprintf(f, "{\"sm\": %d, \"mem\": %d}", meta->sm_mhz, meta->mem_mhz);
     else
         fputs("null", f);
-    fprintf(f, ",\n  \"l2_bytes\": %d,\n  \"replays\": %d,\n  \"rows\": [\n", cfg->l2_bytes, cfg->replays);
+    fprintf(f, ",\n  \"l2_bytes\": %d,\n  \"replays\": %d,\n  \"table\": ", cfg->l2_bytes, cfg->replays);
+    if (meta->table) {
+        fputs("{\"path\": ", f);
+        mkg_json_string(f, meta->table);
+        fprintf(f, ", \"status\": \"%s\"}", mkg_status_name(meta->table_status));
+    } else {
+        fputs("null", f);
+    }
+    fputs(",\n  \"rows\": [\n", f);
     for (int i = 0; i < count; ++i) {
         mkg_json_row(f, &rows[i]);
         fputs(i + 1 < count ? ",\n" : "\n", f);

@@ -4,10 +4,13 @@
     python3 bench/plot_gemm.py bench/results/gemm_bf16.json [more.json ...] --out bench/results/
 
 Draws gemm_ratio.png (cublas_best_us / mkg_us per row, bars grouped by shape, one
-panel per dtype, a line at 1.0: above it mkgemm is faster) and gemm_tflops.png
-(TFLOP/s vs M for the shapes with more than one M, mkgemm solid, cuBLASLt best
-dashed). Rows of later files replace rows of earlier ones with the same
-(shape, dtype, M).
+panel per dtype, a line at 1.0: above it mkgemm is faster), gemm_tflops.png (TFLOP/s
+vs M for the shapes with more than one M: mkgemm dispatched solid, its oracle dotted,
+the autotuned table dash-dot when run with --table, cuBLASLt best dashed) and, for
+results that have a dispatched column, gemm_pick.png (oracle_us / mkg_us per row: 1.0
+means the cost model picked the oracle). mkg_us is the device-dispatched kernel on the
+cost-model table (results from before dispatch hold the oracle there). Rows of later
+files replace rows of earlier ones with the same (shape, dtype, M).
 """
 import argparse
 import json
@@ -49,6 +52,12 @@ def ratio(row):
     return row["cublas_best_us"] / row["mkg_us"]
 
 
+def pick(row):
+    if not row.get("mkg_us") or row.get("oracle_us") is None:
+        return None
+    return row["oracle_us"] / row["mkg_us"]
+
+
 def tflops(row, key):
     us = row.get(key)
     return 2.0 * row["M"] * row["N"] * row["K"] / (us * 1e6) if us else None
@@ -57,7 +66,8 @@ def tflops(row, key):
 # ---- ratio bars ----------------------------------------------------------------------------
 
 
-def plot_ratio(rows, dtypes, title, path):
+def plot_ratio(rows, dtypes, title, path, value=ratio, ylabel="cuBLASLt best / mkgemm",
+               subtitle="above 1.0 mkgemm is faster"):
     shapes = shape_order(rows)
     ms = sorted({row["M"] for row in rows})
     cmap = plt.get_cmap("viridis", max(len(ms), 2))
@@ -72,17 +82,17 @@ def plot_ratio(rows, dtypes, title, path):
                 continue
             start = x
             for row in group:
-                value = ratio(row)
-                if value is not None:
-                    ax.bar(x, value, width=0.9, color=color[row["M"]])
+                v = value(row)
+                if v is not None:
+                    ax.bar(x, v, width=0.9, color=color[row["M"]])
                 x += 1.0
             ticks.append(((start + x - 1.0) / 2.0, shape))
             x += 1.0
         ax.axhline(1.0, color="black", linewidth=1.0)
         ax.set_xticks([t for t, _ in ticks])
         ax.set_xticklabels([s for _, s in ticks], rotation=30, ha="right", fontsize=8)
-        ax.set_ylabel("cuBLASLt best / mkgemm")
-        ax.set_title(f"{dtype}: above 1.0 mkgemm is faster")
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"{dtype}: {subtitle}")
         ax.grid(axis="y", alpha=0.3)
     handles = [plt.Rectangle((0, 0), 1, 1, color=color[m]) for m in ms]
     fig.legend(handles, [f"M={m}" for m in ms], loc="upper right", fontsize=7, ncol=2)
@@ -108,12 +118,16 @@ def plot_tflops(rows, dtypes, title, path):
                 continue
             ms = [r["M"] for r in group]
             ax.plot(ms, [tflops(r, "mkg_us") for r in group], "-o", markersize=3, color=colors(i % 10), label=shape)
+            ax.plot(ms, [tflops(r, "oracle_us") for r in group], ":", color=colors(i % 10), alpha=0.7)
+            if any(r.get("tuned_us") for r in group):
+                ax.plot(ms, [tflops(r, "tuned_us") for r in group], "-.", color=colors(i % 10), alpha=0.7)
             ax.plot(ms, [tflops(r, "cublas_best_us") for r in group], "--", color=colors(i % 10), alpha=0.7)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("M (tokens)")
         ax.set_ylabel("TFLOP/s")
-        ax.set_title(f"{dtype}: mkgemm solid, cuBLASLt best dashed")
+        ax.set_title(f"{dtype}: mkgemm dispatched solid, oracle dotted, tuned dash-dot, cuBLASLt best dashed",
+                     fontsize=9)
         ax.grid(which="both", alpha=0.3)
         ax.legend(fontsize=7)
     fig.suptitle(title)
@@ -143,6 +157,11 @@ def main():
     ratio_png = os.path.join(args.out, "gemm_ratio.png")
     plot_ratio(rows, dtypes, title, ratio_png)
     print("wrote", ratio_png)
+    if any("dispatch_bitexact" in r for r in rows):
+        pick_png = os.path.join(args.out, "gemm_pick.png")
+        plot_ratio(rows, dtypes, title.replace("vs cuBLASLt", "cost-model pick vs oracle"), pick_png, value=pick,
+                   ylabel="oracle / dispatched", subtitle="1.0: the cost model picked the oracle")
+        print("wrote", pick_png)
     tflops_png = os.path.join(args.out, "gemm_tflops.png")
     if plot_tflops(rows, dtypes, title, tflops_png):
         print("wrote", tflops_png)

@@ -7,6 +7,8 @@
 #   MKG_BENCH_ARGS extra arguments for mkg_bench_gemm (e.g. "--only square_8192"); MKG_BENCH_DTYPES ("bf16 fp16")
 #   MKG_NCU_ONLY  shape for the ncu stage (square_8192)
 #   MKG_GTEST_FILTER  gtest filter for the test stage (default: all GPU tests)
+#   MKG_MK_ARGS  extra mkg_demo arguments (mk stage: megakernel demo, JSON and a decode timeline)
+#   MKG_SANITIZE_FILTER gtest filter for the compute-sanitizer stage
 #   MKG_CMAKE_ARGS extra cmake configure arguments; MKG_TEST_TIMEOUT seconds for the test stage (900)
 # Every stage runs under a time limit so a hang cannot eat the lease.
 set -u -o pipefail
@@ -58,7 +60,7 @@ fi
 
 if has sanitize; then
   say "compute-sanitizer"
-  filt="Gpu.NanAndInfPropagate:Gpu.InvalidInputLaunchesNothing:Gpu.EveryScheduleRaggedShapesBf16:Gpu.ChunkedK*"
+  filt=${MKG_SANITIZE_FILTER:-"Gpu.NanAndInfPropagate:Gpu.InvalidInputLaunchesNothing:Gpu.EveryScheduleRaggedShapesBf16:Gpu.ChunkedK*:Megakernel.TwoLayerStepsForSanitizers"}
   for tool in memcheck racecheck synccheck; do
     MKG_TEST_QUICK=1 timeout "${MKG_SANITIZE_TIMEOUT:-200}" compute-sanitizer --tool $tool --error-exitcode 9 \
       "$build"/tests/mkgemm_gpu_tests --gtest_filter="$filt" >"$out/sanitize_$tool.log" 2>&1
@@ -66,6 +68,13 @@ if has sanitize; then
     say "$tool rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize_$tool.log" | tail -1)"
   done
   cat "$out"/sanitize_*.log >"$out/sanitize.log" && rm -f "$out"/sanitize_*.log
+fi
+
+if has mk; then
+  say "megakernel demo"
+  timeout 600 "$build"/megakernel/mkg_demo --out "$out/megakernel.json" --trace "$out/trace_decode_b1.json" \
+    --commit "$commit" ${MKG_MK_ARGS:-} >"$out/mk.txt" 2>&1
+  say "mkg_demo rc=$?"; tail -14 "$out/mk.txt" | tee -a "$log"
 fi
 
 if has bench; then

@@ -79,14 +79,29 @@ static __device__ __forceinline__ int mkg_dispatch_units(const mkg_gemm_params *
     }
 }
 
-// Producer thread: the TMA loads of one unit of schedule s.
+// Producer thread: the TMA loads of one unit of schedule s. A megakernel GEMM's
+// dependency wait sits here, once, between the two halves of the unit's loads.
 static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_params *p, int s, int m, int unit,
                                                             mkg_ring *r, const mkg_smem *sm)
 {
+    int pre = 0;
+    if (p->deps.wait) {
+        int row0 = 0, row1 = 0;
+        switch (s) {
+#define MKG_X_B_FIRST(name, tm, tn, tk, st, raster, group, swap, split)                                         \
+    case MKG_SCHED_##name:                                                                                       \
+        pre = mkg_gemm_produce_b_first<tm, tn, tk, st, swap>(p, m, unit, raster, group, split, r, sm, &row0, &row1); \
+        break;
+            MKG_SCHEDULE_LIST(MKG_X_B_FIRST)
+#undef MKG_X_B_FIRST
+        default: break;
+        }
+        mkg_gemm_wait_a_rows(p, m, row0, row1);
+    }
     switch (s) {
 #define MKG_X_PRODUCE(name, tm, tn, tk, st, raster, group, swap, split)                        \
     case MKG_SCHED_##name:                                                                      \
-        mkg_gemm_produce_unit<tm, tn, tk, st, swap>(p, m, unit, raster, group, split, r, sm);  \
+        mkg_gemm_produce_rest<tm, tn, tk, st, swap>(p, m, unit, raster, group, split, r, sm, pre); \
         break;
         MKG_SCHEDULE_LIST(MKG_X_PRODUCE)
 #undef MKG_X_PRODUCE

@@ -88,41 +88,51 @@ static __device__ __forceinline__ int mkg_unit_count(const mkg_gemm_params *p, i
 
 // ---- producer: one elected thread --------------------------------------------------
 
+// Megakernel GEMMs (deps.wait set) split a unit's loads in two: B (weights) of the
+// first stages goes out before A's rows are ready, so the weight stream overlaps the
+// wait; then A lands in those stages and the rest of the unit follows. Returns the
+// number of stages started and the A rows [*row0, *row1) to wait for.
 template <int TM, int TN, int TK, int ST, int SWAP>
-static __device__ __forceinline__ void mkg_gemm_produce_unit(const mkg_gemm_params *p, int m, int unit,
-                                                             int raster, int group, int split, mkg_ring *r,
-                                                             const mkg_smem *sm)
+static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_params *p, int m, int unit, int raster,
+                                                               int group, int split, mkg_ring *r, const mkg_smem *sm,
+                                                               int *row0, int *row1)
+{
+    typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
+    const mkg_unit u = mkg_unit_of<TM, TN, TK>(p, m, unit, raster, group, split);
+    const CUtensorMap *map_b = &p->b_map[mkg_box_class(TN)];
+    const int kt0 = u.c0 * u.kct;
+    const int pre = min(ST, min(u.c1 * u.kct, u.kt) - kt0);
+    for (int i = 0; i < pre; ++i) {
+        const uint32_t s = r->slot;
+        mkg_ring_wait_empty(r, sm, s);
+        const uint32_t full = sm->full + 8u * s;
+        mkg_mbarrier_arrive_expect_tx(full, S::STAGE_BYTES);
+        mkg_tma_load_2d(sm->ring + s * S::STAGE_BYTES + S::A_BYTES, map_b, full, (kt0 + i) * TK, u.t.n * TN);
+        mkg_ring_advance<ST>(r);
+    }
+    *row0 = u.t.m * TM;
+    *row1 = u.t.m * TM + TM;
+    return pre;
+}
+
+// The rest of a unit's loads after `pre` B-only stages (pre = 0: the whole unit).
+template <int TM, int TN, int TK, int ST, int SWAP>
+static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_params *p, int m, int unit, int raster,
+                                                             int group, int split, mkg_ring *r, const mkg_smem *sm,
+                                                             int pre)
 {
     typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
     const mkg_unit u = mkg_unit_of<TM, TN, TK>(p, m, unit, raster, group, split);
     const CUtensorMap *map_a = &p->a_map[mkg_box_class(TM)];
     const CUtensorMap *map_b = &p->b_map[mkg_box_class(TN)];
+    const int kt0 = u.c0 * u.kct;
     const int kt_end = min(u.c1 * u.kct, u.kt);
-    int kt = u.c0 * u.kct;
-    if (p->deps.wait) {
-        // Megakernel: B (weights) of the first stages goes out before A's rows are ready,
-        // so the weight stream overlaps the wait; then A lands in the same stages.
-        const int pre = min(ST, kt_end - kt);
-        const uint32_t slot0 = r->slot;
-        for (int i = 0; i < pre; ++i) {
-            const uint32_t s = r->slot;
-            mkg_ring_wait_empty(r, sm, s);
-            const uint32_t full = sm->full + 8u * s;
-            mkg_mbarrier_arrive_expect_tx(full, S::STAGE_BYTES);
-            mkg_tma_load_2d(sm->ring + s * S::STAGE_BYTES + S::A_BYTES, map_b, full, (kt + i) * TK, u.t.n * TN);
-            mkg_ring_advance<ST>(r);
-        }
-        // NOTE: on a stall the loads go out anyway: the consumers drain and the grid exits.
-        mkg_dep_wait_rows(p->deps.wait, p->deps.wait_per_row, m, u.t.m * TM, u.t.m * TM + TM, p->deps.stall,
-                          p->deps.tag, p->deps.timeout_ns);
-        mkg_fence_proxy_async_global();
-        for (int i = 0; i < pre; ++i) {
-            const uint32_t s = (slot0 + (uint32_t)i) % (uint32_t)ST;
-            mkg_tma_load_2d(sm->ring + s * S::STAGE_BYTES, map_a, sm->full + 8u * s, (kt + i) * TK, u.t.m * TM);
-        }
-        kt += pre;
+    const uint32_t slot0 = (r->slot + (uint32_t)(ST - pre)) % (uint32_t)ST;
+    for (int i = 0; i < pre; ++i) {
+        const uint32_t s = (slot0 + (uint32_t)i) % (uint32_t)ST;
+        mkg_tma_load_2d(sm->ring + s * S::STAGE_BYTES, map_a, sm->full + 8u * s, (kt0 + i) * TK, u.t.m * TM);
     }
-    for (; kt < kt_end; ++kt) {
+    for (int kt = kt0 + pre; kt < kt_end; ++kt) {
         const uint32_t s = r->slot;
         mkg_ring_wait_empty(r, sm, s);
         const uint32_t full = sm->full + 8u * s;
@@ -132,6 +142,30 @@ static __device__ __forceinline__ void mkg_gemm_produce_unit(const mkg_gemm_para
         mkg_tma_load_2d(stage + S::A_BYTES, map_b, full, kt * TK, u.t.n * TN);
         mkg_ring_advance<ST>(r);
     }
+}
+
+// Waits (bounded) for A rows [row0, row1) of a megakernel GEMM; on a stall the loads
+// go out anyway, the consumers drain, and the grid exits with the stall recorded.
+static __device__ __forceinline__ void mkg_gemm_wait_a_rows(const mkg_gemm_params *p, int m, int row0, int row1)
+{
+    mkg_dep_wait_rows(p->deps.wait, p->deps.wait_per_row, m, row0, row1, p->deps.stall, p->deps.tag,
+                      p->deps.timeout_ns);
+    mkg_fence_proxy_async_global();
+}
+
+// All TMA loads of one unit (with the dependency split when p->deps.wait is set).
+template <int TM, int TN, int TK, int ST, int SWAP>
+static __device__ __forceinline__ void mkg_gemm_produce_unit(const mkg_gemm_params *p, int m, int unit,
+                                                             int raster, int group, int split, mkg_ring *r,
+                                                             const mkg_smem *sm)
+{
+    int pre = 0;
+    if (p->deps.wait) {
+        int row0, row1;
+        pre = mkg_gemm_produce_b_first<TM, TN, TK, ST, SWAP>(p, m, unit, raster, group, split, r, sm, &row0, &row1);
+        mkg_gemm_wait_a_rows(p, m, row0, row1);
+    }
+    mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP>(p, m, unit, raster, group, split, r, sm, pre);
 }
 
 // ---- consumers: 2 warpgroups, wg = 0 or 1 -------------------------------------------

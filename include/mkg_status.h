@@ -62,6 +62,8 @@ extern "C" {
     X(MKG_ERR_TABLE_TRUNCATED,      "schedule table file ends early")                        \
     X(MKG_ERR_TABLE_VERSION,        "schedule table file is for another library version")    \
     X(MKG_ERR_TABLE_GPU,            "schedule table file is for another GPU or SM count")    \
+    X(MKG_ERR_STALLED,              "a megakernel dependency wait timed out (the stall record names the task)") \
+    X(MKG_ERR_DISPATCH,             "the device dispatcher rejected a table entry (see the error word)") \
     X(MKG_ERR_TABLE_LAYER,          "schedule table file does not match the layer list")
 
 typedef enum mkg_status {

@@ -1,84 +1,153 @@
-/* mkg_demo.c - main of mkg_demo, the README's demo until the sample megakernel exists.
+/* mkg_demo.c - main of mkg_demo, the README's demo: the sample megakernel.
  *
- * Prints the schedule table (one line per row of MKG_SCHEDULE_LIST), then checks
- * for a compute-capability-9.0 GPU. Without one it says why it cannot run and
- * exits 0. With one it measures a few square and LLM shapes in bf16 through the
- * benchmark engine (bench/mkg_bench_gemm.h: rotated inputs, CUDA-graph replay,
- * FP64-checked) and prints mkgemm's best schedule (the oracle) against the best
- * of cuBLASLt's heuristic candidates.
+ *   mkg_demo [--layers N] [--out megakernel.json] [--trace trace.json] [--commit STR] [--replays N]
+ *
+ * Plans the Llama-3.2-1B-shaped model (random weights from a seed) and prints every
+ * GEMM's schedule per step size. On a compute-capability-9.0 GPU it then runs decode
+ * steps (batch 1, 8, 64) and prefill (512 and 2048 tokens) as one megakernel launch
+ * each, checks them against the reference path (cuBLAS + plain kernels, same weights),
+ * and prints time per step, the weight-bytes / copy-bandwidth floor and the ratio to
+ * the CUDA-graph-replayed reference. Without such a GPU it prints the plan and says so.
  */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
-#include "mkg_bench_gemm.h"
+#include "mkg_mk_runner.h"
+#include "mkgemm.h"
 
-// ---- the schedule table ------------------------------------------------------------------
-
-static void mkg_demo_print_schedules(void)
-{
-    printf("mkgemm %s: %d compile-time schedules, %d threads per CTA, %d KiB operand ring\n\n",
-           MKG_VERSION_STRING, MKG_SCHED_COUNT, MKG_LAUNCH_THREADS, MKG_LAUNCH_RING_BYTES / 1024);
-    printf("%-30s %4s %4s %4s %3s %7s %6s %5s %6s %10s\n", "schedule", "TM", "TN", "TK", "ST", "raster", "group",
-           "swap", "split", "ring KiB");
-    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
-        const mkg_schedule_info *i = mkg_schedule_get(s);
-        const int ring = i->stages * (i->tile_m + i->tile_n) * i->tile_k * 2;   /* 16-bit inputs */
-        printf("%-30s %4d %4d %4d %3d %7s %6d %5s %6d %10d\n", i->name, i->tile_m, i->tile_n, i->tile_k, i->stages,
-               i->raster == MKG_RASTER_M ? "M" : "N", i->group, i->swap_ab ? "yes" : "no", i->split, ring / 1024);
-    }
-    printf("\n");
-}
-
-// ---- the benchmark -----------------------------------------------------------------------
-
-typedef struct mkg_demo_case {
-    const char *shape;
-    int m, n, k;
-} mkg_demo_case;
-
-static const mkg_demo_case mkg_demo_cases[] = {
-    {"square_4096", 4096, 4096, 4096},
-    {"llama3_8b_gate_up", 16, 28672, 4096},
-    {"llama3_8b_gate_up", 4096, 28672, 4096},
-    {"llama32_1b_qkv", 1, 3072, 2048},
-    {"llama32_1b_qkv", 512, 3072, 2048},
+static const mkg_mk_case mkg_demo_cases[] = {
+    {"decode", 1, 1000, 1},
+    {"decode", 8, 1000, 1},
+    {"decode", 64, 1000, 1},
+    {"prefill", 512, 0, 0},
+    {"prefill", 2048, 0, 0},
 };
 
-static void mkg_demo_run(void)
+typedef struct mkg_demo_args {
+    int layers, replays;
+    const char *out, *trace, *commit;
+} mkg_demo_args;
+
+static void mkg_demo_parse(int argc, char **argv, mkg_demo_args *a)
 {
-    const int count = (int)(sizeof mkg_demo_cases / sizeof mkg_demo_cases[0]);
-    mkg_bench_cfg cfg;
-    mkg_bench_init(&cfg, 20);
-    printf("%s, %d SMs; bf16 in and out, FP32 accumulate; median of %d CUDA-graph replays\n\n", cfg.gpu, cfg.sms,
-           cfg.replays);
-    printf("%-18s %5s %6s %5s  %-26s %10s %12s %7s %9s %8s\n", "shape", "M", "N", "K", "mkgemm oracle",
-           "mkgemm us", "cuBLASLt us", "ratio", "rel err", "bitexact");
-    fflush(stdout);
-    for (int i = 0; i < count; ++i) {
-        const mkg_demo_case *c = &mkg_demo_cases[i];
-        mkg_bench_row r;
-        mkg_bench_gemm_row(&cfg, c->shape, c->m, c->n, c->k, MKG_DTYPE_BF16, &r);
-        printf("%-18s %5d %6d %5d  %-26s %10.2f %12.2f %7.3f %9.2e %8s\n", r.shape, r.m, r.n, r.k,
-               mkg_schedule_get(r.oracle)->name, r.oracle_us, r.cublas_best_us, mkg_bench_ratio(&r),
-               r.max_rel_err, r.bitexact ? "yes" : "NO");
-        fflush(stdout);
+    a->layers = 16;
+    a->replays = 20;
+    a->out = a->trace = NULL;
+    a->commit = getenv("MKG_COMMIT") ? getenv("MKG_COMMIT") : "unknown";
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--layers"))
+            a->layers = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--replays"))
+            a->replays = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--out"))
+            a->out = argv[i + 1];
+        else if (!strcmp(argv[i], "--trace"))
+            a->trace = argv[i + 1];
+        else if (!strcmp(argv[i], "--commit"))
+            a->commit = argv[i + 1];
     }
-    printf("\nratio = cuBLASLt best / mkgemm oracle time: above 1 means mkgemm is faster.\n");
-    mkg_bench_release(&cfg);
+    if (a->layers < 1)
+        a->layers = 1;
 }
 
-// ---- main --------------------------------------------------------------------------------
-
-int main(void)
+static void mkg_demo_json_row(FILE *f, int first, const mkg_model_config *c, const mkg_mk_case *k,
+                              const mkg_mk_result *r, double copy_tbps)
 {
-    mkg_demo_print_schedules();
+    fprintf(f, "%s    {\"model\": \"llama32_1b_shape_%dL\", \"phase\": \"%s\", \"batch\": %d, \"tokens\": %d, "
+               "\"mkg_us\": %.2f, \"ref_graph_us\": %.2f, \"floor_us\": %.2f, \"copy_tbps\": %.3f, "
+               "\"max_rel_err\": %.3e, \"logits_rel_err\": %.3e, \"repeat_bitexact\": %s, \"status\": \"%s\"}",
+            first ? "" : ",\n", c->layers, k->phase, strcmp(k->phase, "decode") ? 1 : k->tokens, k->tokens, r->mkg_us,
+            r->ref_graph_us, r->floor_us, copy_tbps, r->x_rel_err, r->logits_rel_err,
+            r->repeat_bitexact ? "true" : "false", mkg_status_name(r->status));
+}
+
+int main(int argc, char **argv)
+{
+    mkg_demo_args args;
+    mkg_demo_parse(argc, argv, &args);
+    mkg_model_config cfg = mkg_model_config_llama32_1b();
+    cfg.layers = args.layers;
+    printf("mkgemm %s sample megakernel: Llama-3.2-1B shape (hidden %d, %d layers, %d/%d heads of %d, FFN %d, "
+           "vocab %d), bf16, random weights (seed %llu)\n\n",
+           MKG_VERSION_STRING, cfg.hidden, cfg.layers, cfg.q_heads, cfg.kv_heads, cfg.head_dim, cfg.ffn, cfg.vocab,
+           cfg.seed);
+    const int ms[] = {1, 8, 64, 512, 2048};
+    printf("Per-layer GEMM schedules (cost model, invariant mode; the device dispatcher picks by the step's M):\n");
+    mkg_mk_plan_print(&cfg, ms, 5, stdout);
     const mkg_status dev = mkg_device_check();
     if (dev != MKG_OK) {
-        printf("mkg_demo cannot run the GEMM benchmark here: %s (%s).\n"
-               "It needs an NVIDIA Hopper GPU of compute capability 9.0 (H100 or H200); "
-               "the schedule table above is all it can show.\n",
+        printf("\nmkg_demo cannot run the megakernel here: %s (%s).\n"
+               "It needs an NVIDIA Hopper GPU of compute capability 9.0 (H100 or H200); the plan above is all it "
+               "can show.\n",
                mkg_status_string(dev), mkg_status_name(dev));
         return 0;
     }
-    mkg_demo_run();
-    return 0;
+    mkg_mk_runner *run = NULL;
+    const int e = mkg_mk_runner_create(&cfg, &run);
+    if (e) {
+        fprintf(stderr, "mkg_demo: setting up the model failed (code %d)\n", e);
+        return 1;
+    }
+    const double copy = mkg_mk_runner_copy_tbps(run);
+    printf("\ndevice-to-device copy bandwidth: %.2f TB/s (read + write)\n\n", copy);
+    printf("%-8s %6s  %10s %10s %10s %8s %8s %10s %10s %7s  %s\n", "phase", "tokens", "mk us", "ref us", "floor us",
+           "vs ref", "floor %", "x err", "logit err", "repeat", "status");
+    FILE *json = args.out ? fopen(args.out, "w") : NULL;
+    if (json) {
+        char date[32];
+        const time_t now = time(NULL);
+        strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+        struct cudaDeviceProp prop;
+        cudaGetDeviceProperties(&prop, 0);
+        int clk = 0;
+        cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0);
+        fprintf(json, "{\n  \"commit\": \"%s\",\n  \"date\": \"%s\",\n  \"gpu\": \"%s\",\n  \"sms\": %d,\n"
+                      "  \"clocks_mhz\": {\"sm_max\": %d},\n  \"copy_tbps\": %.3f,\n  \"rows\": [\n",
+                args.commit, date, prop.name, prop.multiProcessorCount, clk / 1000, copy);
+    }
+    int failed = 0;
+    const int cases = (int)(sizeof mkg_demo_cases / sizeof mkg_demo_cases[0]);
+    for (int i = 0; i < cases; ++i) {
+        const mkg_mk_case *k = &mkg_demo_cases[i];
+        mkg_mk_result r;
+        const int ce = mkg_mk_runner_case(run, k, args.replays, &r);
+        if (ce) {
+            fprintf(stderr, "mkg_demo: %s %d failed (code %d)\n", k->phase, k->tokens, ce);
+            failed = 1;
+            break;
+        }
+        const int ok = r.status == MKG_OK && r.repeat_bitexact && r.x_rel_err < 0.05 && r.logits_rel_err < 0.05;
+        failed |= !ok;
+        printf("%-8s %6d  %10.1f %10.1f %10.1f %7.2fx %7.1f%% %10.2e %10.2e %7s  %s", k->phase, k->tokens, r.mkg_us,
+               r.ref_graph_us, r.floor_us, r.ref_graph_us / r.mkg_us, 100.0 * r.floor_us / r.mkg_us, r.x_rel_err,
+               r.logits_rel_err, r.repeat_bitexact ? "bitwise" : "DIFFERS", mkg_status_name(r.status));
+        if (r.status == MKG_ERR_STALLED)
+            printf(" (task %u, row block %u, target %u, seen %u)", r.stall[0] - 1, r.stall[1], r.stall[2], r.stall[3]);
+        if (r.status == MKG_ERR_DISPATCH)
+            printf(" (table row %u, reason %u)", (r.dispatch_err >> 8) - 1, r.dispatch_err & 0xff);
+        printf("\n");
+        fflush(stdout);
+        if (json)
+            mkg_demo_json_row(json, i == 0, &cfg, k, &r, copy);
+        if (args.trace && i == 0) {
+            /* one more batch-1 decode step with the device timeline on */
+            mkg_mk *mk = mkg_mk_runner_mk(run);
+            if (mkg_mk_set_timeline(mk, 512) == MKG_OK && mkg_mk_runner_inputs(run, k, 7) == 0 &&
+                mkg_mk_step(mk, k->tokens, 0, 0, k->lm_head, mkg_mk_runner_stream(run)) == MKG_OK &&
+                mkg_mk_check(mk, mkg_mk_runner_stream(run), NULL, NULL) == MKG_OK &&
+                mkg_mk_write_trace(mk, args.trace) == MKG_OK)
+                printf("         (timeline of this step written to %s)\n", args.trace);
+            mkg_mk_set_timeline(mk, 0);
+        }
+    }
+    if (json) {
+        fprintf(json, "\n  ]\n}\n");
+        fclose(json);
+    }
+    printf("\nvs ref = graph-replayed reference time / megakernel time (above 1: the megakernel is faster);\n"
+           "floor = bytes the step must read (weights, KV cache) / copy bandwidth; errors are max |diff| / max |ref|.\n");
+    mkg_mk_runner_destroy(run);
+    return failed;
 }

@@ -1,0 +1,69 @@
+/* mkg_bench_dispatch.cu - the persistent kernel behind mkg_bench_dispatch.h: one CTA per
+ * SM runs one layer of the uploaded table, its schedule picked on the device from the
+ * layer's current M (mkg_dispatch_begin, then the X-macro switches of
+ * device/mkg_dispatch_sm90.cuh). Same roles as the host-launched kernel: warpgroup 0's
+ * first thread issues the TMA loads, warpgroups 1 and 2 run wgmma and the epilogue.
+ * Instantiated for bf16 and fp16 inputs; the launcher picks by dtype.
+ */
+#include "mkg_bench_dispatch.h"
+#include "mkg_dispatch_sm90.cuh"
+
+// ---- kernel ------------------------------------------------------------------------------
+
+template <int DT>
+__global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
+mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, const int *__restrict__ m_cur,
+                          unsigned int *err, int layer)
+{
+    extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
+    const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
+    if (threadIdx.x == 0)
+        mkg_smem_init(&sm);
+    __syncthreads();
+
+    mkg_ring ring = mkg_ring_start();
+    const mkg_gemm_params *p = NULL;
+    int m = 0, units = 0;
+    if (threadIdx.x < 128) {
+        mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
+        if (threadIdx.x == 0) {
+            const int s = mkg_dispatch_begin<DT>(rows, count, m_cur, layer, err, &ring, &sm, 1, &p, &m, &units);
+            for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
+                mkg_dispatch_produce(p, s, m, u, &ring, &sm);
+        }
+    } else {
+        mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
+        const int wg = threadIdx.x / 128 - 1;
+        const int s = mkg_dispatch_begin<DT>(rows, count, m_cur, layer, err, &ring, &sm, 0, &p, &m, &units);
+        for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
+            mkg_dispatch_consume<DT>(p, s, m, u, &ring, &sm, wg);
+        mkg_epilogue_drain();
+    }
+}
+
+// ---- launcher ----------------------------------------------------------------------------
+
+extern "C" cudaError_t mkg_bench_dispatch_init(void)
+{
+    cudaError_t e = cudaFuncSetAttribute((const void *)mkg_bench_dispatch_kernel<MKG_DTYPE_BF16>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, MKG_LAUNCH_SMEM_BYTES);
+    if (e != cudaSuccess)
+        return e;
+    return cudaFuncSetAttribute((const void *)mkg_bench_dispatch_kernel<MKG_DTYPE_FP16>,
+                                cudaFuncAttributeMaxDynamicSharedMemorySize, MKG_LAUNCH_SMEM_BYTES);
+}
+
+extern "C" cudaError_t mkg_bench_dispatch_launch(mkg_dtype dt, const mkg_layer_dev *rows, int count,
+                                                 const int *m_cur, unsigned int *err, int layer, int grid,
+                                                 cudaStream_t stream)
+{
+    if (dt == MKG_DTYPE_BF16)
+        mkg_bench_dispatch_kernel<MKG_DTYPE_BF16>
+            <<<grid, MKG_LAUNCH_THREADS, MKG_LAUNCH_SMEM_BYTES, stream>>>(rows, count, m_cur, err, layer);
+    else if (dt == MKG_DTYPE_FP16)
+        mkg_bench_dispatch_kernel<MKG_DTYPE_FP16>
+            <<<grid, MKG_LAUNCH_THREADS, MKG_LAUNCH_SMEM_BYTES, stream>>>(rows, count, m_cur, err, layer);
+    else
+        return cudaErrorInvalidValue;
+    return cudaGetLastError();
+}

@@ -1,0 +1,35 @@
+/* mkg_bench_dispatch.h - the benchmark's dispatched path: a persistent kernel that runs
+ * one layer of an uploaded mkg_table through the device dispatcher, as a megakernel would
+ * (read the layer's current M in device memory, take its bucket, switch to the schedule).
+ *
+ * The engine (mkg_bench_gemm_lib.c) uploads one table per measured row, one layer per
+ * rotation set, and times this launch next to the host-launched schedules and cuBLASLt.
+ * Call mkg_bench_dispatch_init() once before the first launch: it sets the kernels'
+ * shared-memory attribute, which must not happen inside a stream capture.
+ */
+#ifndef MKG_BENCH_DISPATCH_H
+#define MKG_BENCH_DISPATCH_H
+
+#include <cuda_runtime_api.h>
+
+#include "mkg_layer.h"
+#include "mkg_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Lets the bf16 and fp16 kernels use MKG_LAUNCH_SMEM_BYTES of dynamic shared memory. */
+cudaError_t mkg_bench_dispatch_init(void);
+
+/* Runs layer `layer` of a table (rows, count, m_cur, err: mkg_table_rows/count/m/error)
+ * at its current M with input dtype dt (bf16 or fp16; any other returns
+ * cudaErrorInvalidValue): `grid` CTAs (the SM count) of MKG_LAUNCH_THREADS threads,
+ * asynchronous on stream. A bad table entry sets the error word and runs nothing. */
+cudaError_t mkg_bench_dispatch_launch(mkg_dtype dt, const mkg_layer_dev *rows, int count, const int *m_cur,
+                                      unsigned int *err, int layer, int grid, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MKG_BENCH_DISPATCH_H */

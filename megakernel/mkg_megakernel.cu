@@ -1,0 +1,175 @@
+/* mkg_megakernel.cu - the sample megakernel: a whole decoder step in one persistent
+ * launch (one CTA per SM, mkgemm's launch shape: 1 producer + 2 consumer warpgroups).
+ *
+ * Every CTA walks the task list (mkg_mk_graph.h) in order and runs the items dealt to
+ * it. GEMM tasks go through the device dispatcher (schedule by the step's M, X-macro
+ * switch); their producer thread streams weight tiles before the activation rows are
+ * ready (mkg_gemm_deps) and their epilogues count finished rows. Norm and attention
+ * tasks run on the two consumer warpgroups (256 threads, named barrier MKG_MK_BAR,
+ * the 32 KB epilogue staging area as scratch: megakernel GEMMs store directly), while
+ * the producer thread runs ahead into the next GEMM. Waits are bounded (mkg_deps_sm90.cuh).
+ */
+#include <cuda_bf16.h>
+
+#include "mkg_deps_sm90.cuh"
+#include "mkg_dispatch_sm90.cuh"
+#include "mkg_megakernel.h"
+#include "mkg_mk_ops.cuh"
+
+#define MKG_MK_BAR 3                    /* named barrier of the 256 consumer threads (1, 2: epilogues) */
+
+static_assert(MKG_OP_THREADS == 128 * MKG_LAUNCH_CONSUMERS, "ops run on the consumer warpgroups");
+static_assert(MKG_OP_PREFILL_SCRATCH_BYTES + 16 <= MKG_LAUNCH_EPI_BYTES, "op scratch + flag fit the staging area");
+
+// First item of a task on this CTA, when the task's items start at CTA `base`.
+static __device__ __forceinline__ int mkg_mk_first(int base)
+{
+    return ((int)blockIdx.x - base + (int)gridDim.x) % (int)gridDim.x;
+}
+
+static __device__ __forceinline__ void mkg_mk_stamp(const mkg_mk_args *a, int *k, int task, int item, uint64_t t0)
+{
+    if (a->timeline && *k < a->timeline_cap) {
+        unsigned long long *e = a->timeline + ((size_t)blockIdx.x * a->timeline_cap + *k) * 3;
+        e[0] = ((unsigned long long)task << 32) | (unsigned int)item;
+        e[1] = t0;
+        e[2] = mkg_globaltimer();
+        ++*k;
+    }
+}
+
+// ---- norm and attention items (256 consumer threads) ---------------------------------------
+
+static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int task, const mkg_mk_op *op, int item,
+                                                    unsigned char *scratch, int tid)
+{
+    const mkg_model_config *c = &a->cfg;
+    volatile unsigned int *flag = (volatile unsigned int *)(scratch + MKG_LAUNCH_EPI_BYTES - 16);
+    int r0, r1, out_rb;
+    unsigned int elems;
+    if (op->kind == MKG_MK_NORM) {
+        r0 = 64 * item;
+        r1 = min(a->m, r0 + 64);
+        out_rb = item;
+        elems = (unsigned int)(r1 - r0) * (unsigned int)op->out_cols;
+    } else {
+        mkg_mk_attn_rows(c, a->m, a->prefill, item, &r0, &r1, &out_rb);
+        elems = mkg_mk_attn_elems(c, a->m, a->prefill, item);
+    }
+    if (tid == 0) {
+        bool ok = true;
+        if (op->dep >= 0) {
+            const unsigned int per_row = (unsigned int)a->ops[op->dep].out_cols;
+            const unsigned int *ctr = a->counters + (size_t)op->dep * a->rb_max;
+            if (task == a->force_task && a->force_extra)
+                ok = mkg_dep_wait(ctr + r0 / 64, mkg_dep_rows(a->m, r0 / 64) * per_row + a->force_extra, a->stall,
+                                  (unsigned int)task, (unsigned int)(r0 / 64), a->timeout_ns);
+            if (ok)
+                ok = mkg_dep_wait_rows(ctr, per_row, a->m, r0, r1, a->stall, (unsigned int)task, a->timeout_ns);
+        }
+        *flag = ok ? 1u : 0u;
+    }
+    mkg_bar_sync(MKG_MK_BAR, MKG_OP_THREADS);
+    const bool ok = *flag != 0;
+    if (ok) {
+        if (op->kind == MKG_MK_NORM) {
+            mkg_op_rmsnorm((const __nv_bfloat16 *)op->src, (const __nv_bfloat16 *)op->weight,
+                           (__nv_bfloat16 *)op->dst, r0, r1 - r0, c->hidden, c->norm_eps, tid, MKG_MK_BAR);
+        } else {
+            const int qkv_n = mkg_model_qkv_n(c);
+            const __nv_bfloat16 *qkv = (const __nv_bfloat16 *)a->qkv + (size_t)op->layer * c->max_tokens * qkv_n;
+            const int g = item % c->kv_heads, t = item / c->kv_heads;
+            if (a->prefill)
+                mkg_op_attention_prefill(c, op->layer, qkv, 64 * t, r1 - 64 * t, a->pos0, g,
+                                         (__nv_bfloat16 *)a->k_cache, (__nv_bfloat16 *)a->v_cache,
+                                         (__nv_bfloat16 *)a->attn, scratch, tid, MKG_MK_BAR);
+            else
+                mkg_op_attention_decode(c, op->layer, qkv, t, t, __ldg(a->pos + t), g, (__nv_bfloat16 *)a->k_cache,
+                                        (__nv_bfloat16 *)a->v_cache, (__nv_bfloat16 *)a->attn, scratch, tid,
+                                        MKG_MK_BAR);
+        }
+    }
+    // Every thread's stores (and flag reads) are done before the count and the next item.
+    mkg_bar_sync(MKG_MK_BAR, MKG_OP_THREADS);
+    if (tid == 0 && ok)
+        mkg_dep_signal(a->counters + (size_t)task * a->rb_max, out_rb, elems);
+}
+
+// ---- the kernel ---------------------------------------------------------------------------
+
+__global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(const __grid_constant__ mkg_mk_args a)
+{
+    extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
+    const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
+    if (threadIdx.x == 0)
+        mkg_smem_init(&sm);
+    __syncthreads();
+    const int grid = (int)gridDim.x;
+    mkg_ring ring = mkg_ring_start();
+    if (threadIdx.x < 128) {
+        mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
+        if (threadIdx.x == 0) {
+            int base = 0;
+            for (int o = 0; o < a.ops_run; ++o) {
+                const mkg_mk_op op = a.ops[o];
+                int items;
+                if (op.kind == MKG_MK_GEMM) {
+                    const mkg_gemm_params *p;
+                    int m, units;
+                    const int s = mkg_dispatch_begin<MKG_DTYPE_BF16>(a.rows, a.row_count, a.m_cur, op.table_row,
+                                                                     a.dispatch_err, &ring, &sm, 1, &p, &m, &units);
+                    items = s < 0 ? 0 : units;
+                    for (int u = mkg_mk_first(base); u < items; u += grid)
+                        mkg_dispatch_produce(p, s, m, u, &ring, &sm);
+                } else {
+                    items = mkg_mk_items(&op, &a.cfg, a.m, a.prefill);
+                }
+                base = (base + items) % grid;
+            }
+        }
+    } else {
+        mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
+        const int wg = threadIdx.x / 128 - 1, tid = threadIdx.x - 128;
+        unsigned char *scratch = mkg_dyn_smem + (sm.epi - mkg_smem_addr(mkg_dyn_smem));
+        int base = 0, stamps = 0;
+        for (int o = 0; o < a.ops_run; ++o) {
+            const mkg_mk_op op = a.ops[o];
+            int items;
+            if (op.kind == MKG_MK_GEMM) {
+                const mkg_gemm_params *p;
+                int m, units;
+                const int s = mkg_dispatch_begin<MKG_DTYPE_BF16>(a.rows, a.row_count, a.m_cur, op.table_row,
+                                                                 a.dispatch_err, &ring, &sm, 0, &p, &m, &units);
+                items = s < 0 ? 0 : units;
+                for (int u = mkg_mk_first(base); u < items; u += grid) {
+                    const uint64_t t0 = a.timeline ? mkg_globaltimer() : 0;
+                    mkg_dispatch_consume<MKG_DTYPE_BF16>(p, s, m, u, &ring, &sm, wg);
+                    if (tid == 0)
+                        mkg_mk_stamp(&a, &stamps, o, u, t0);
+                }
+            } else {
+                items = mkg_mk_items(&op, &a.cfg, a.m, a.prefill);
+                for (int i = mkg_mk_first(base); i < items; i += grid) {
+                    const uint64_t t0 = a.timeline ? mkg_globaltimer() : 0;
+                    mkg_mk_run_item(&a, o, &op, i, scratch, tid);
+                    if (tid == 0)
+                        mkg_mk_stamp(&a, &stamps, o, i, t0);
+                }
+            }
+            base = (base + items) % grid;
+        }
+        mkg_epilogue_drain();
+    }
+}
+
+extern "C" cudaError_t mkg_mk_kernel_init(void)
+{
+    return cudaFuncSetAttribute((const void *)mkg_megakernel_sm90, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                MKG_LAUNCH_SMEM_BYTES);
+}
+
+extern "C" cudaError_t mkg_mk_launch(const mkg_mk_args *a, int grid, cudaStream_t s)
+{
+    mkg_megakernel_sm90<<<grid, MKG_LAUNCH_THREADS, MKG_LAUNCH_SMEM_BYTES, s>>>(*a);
+    return cudaGetLastError();
+}

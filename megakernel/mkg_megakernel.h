@@ -1,0 +1,93 @@
+/* mkg_megakernel.h - the sample megakernel: one persistent launch per decoder step.
+ *
+ * mkg_mk_create() describes the model's 4 GEMMs per layer (+ LM head) as layers of
+ * an mkgemm dispatch table (epilogues: plain, residual, SiLU-mul), plans them (cost
+ * model, or a loaded table file), uploads the table and the task list once. A step
+ * is then: zero the dependency counters, set the step's M in device memory, launch
+ * mkg_megakernel_sm90 (one CTA per SM). Nothing else runs on the host per step.
+ * Errors: a dispatch error word (layer, reason) and a stall record (task, row block,
+ * target, value seen) are read back by mkg_mk_check.
+ */
+#ifndef MKG_MEGAKERNEL_H
+#define MKG_MEGAKERNEL_H
+
+#include <stdio.h>
+
+#include <cuda_runtime_api.h>
+
+#include "mkg_layer.h"
+#include "mkg_mk_graph.h"
+#include "mkg_model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Kernel arguments of one step (passed by value, __grid_constant__). */
+typedef struct mkg_mk_args {
+    const mkg_mk_op *ops;           /* device: the task list */
+    int ops_run;                    /* ops of this step (a prefix: without the LM head when not wanted) */
+    const mkg_layer_dev *rows;      /* device: the dispatch table */
+    int row_count;
+    const int *m_cur;               /* device: current M of every table row */
+    unsigned int *dispatch_err;     /* device: (row + 1) << 8 | mkg_dispatch_error */
+    unsigned int *counters;         /* device: (ops, rb_max) elements written per 64-row block */
+    int rb_max;
+    unsigned int *stall;            /* device: {task + 1, row block, target, seen} */
+    unsigned long long timeout_ns;
+    mkg_model_config cfg;
+    void *qkv;                      /* (layers, max_tokens, qkv_n): one slice per layer */
+    void *attn, *k_cache, *v_cache;
+    const int *pos;
+    int m, prefill, pos0;
+    unsigned long long *timeline;   /* NULL, or (grid, timeline_cap, 3): {task << 32 | item, t0, t1} */
+    int timeline_cap;
+    int force_task;                 /* test hook: this non-GEMM task waits for force_extra more than exists */
+    unsigned int force_extra;
+} mkg_mk_args;
+
+typedef struct mkg_mk mkg_mk;
+
+/* Plans (plans = NULL: cost model) and uploads everything for model md. */
+mkg_status mkg_mk_create(mkg_model *md, const mkg_layer_plan *plans, mkg_mk **out);
+void mkg_mk_destroy(mkg_mk *mk);
+
+/* The layer descriptors of the table (mkg_mk_table_rows(cfg) of them), e.g. for table files. */
+const mkg_layer_desc *mkg_mk_layers(const mkg_mk *mk);
+const mkg_layer_plan *mkg_mk_plans(const mkg_mk *mk);
+
+/* Plans config c with the cost model (no GPU or memory needed) and prints the
+ * schedule of every GEMM at each step size ms[0..count-1]. */
+mkg_status mkg_mk_plan_print(const mkg_model_config *c, const int *ms, int count, FILE *f);
+
+/* Prints every GEMM's schedule at step size m. */
+void mkg_mk_print_plan(const mkg_mk *mk, int m, FILE *f);
+
+/* Optional per-item device timeline (cap items per CTA); 0 turns it off. */
+mkg_status mkg_mk_set_timeline(mkg_mk *mk, int cap);
+/* Wait bound of every dependency spin (default 1 s). */
+void mkg_mk_set_timeout_ms(mkg_mk *mk, double ms);
+/* Test hook: non-GEMM task `task` waits for `extra` more elements than its input ever has (0: off). */
+void mkg_mk_force_stall(mkg_mk *mk, int task, unsigned int extra);
+
+/* Enqueues one step on s: m tokens; decode (pos from md->pos) or prefill (positions pos0..). */
+mkg_status mkg_mk_step(mkg_mk *mk, int m, int prefill, int pos0, int lm_head, cudaStream_t s);
+
+/* After a step (synchronizes s): MKG_OK, or MKG_ERR_CUDA with *stall / *dispatch_err filled. */
+mkg_status mkg_mk_check(mkg_mk *mk, cudaStream_t s, unsigned int stall[4], unsigned int *dispatch_err);
+
+/* Writes the last step's timeline as Chrome trace JSON (Perfetto opens it). */
+mkg_status mkg_mk_write_trace(mkg_mk *mk, const char *path);
+
+/* The megakernel's qkv buffer of layer l (the reference path writes md->qkv instead). */
+void *mkg_mk_qkv(const mkg_mk *mk, int layer);
+
+/* The kernel (megakernel/mkg_megakernel.cu): one-time attributes, then launches. */
+cudaError_t mkg_mk_kernel_init(void);
+cudaError_t mkg_mk_launch(const mkg_mk_args *a, int grid, cudaStream_t s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MKG_MEGAKERNEL_H */

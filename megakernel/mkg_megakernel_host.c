@@ -1,0 +1,396 @@
+/* mkg_megakernel_host.c - host side of the sample megakernel: the model's GEMMs as a
+ * dispatch table, the task list, counters and stall words, and one enqueue per step.
+ *
+ * The table has 4 rows per layer (QKV, O + residual, gate/up + SiLU-mul, down +
+ * residual) and the LM head; each row's deps point at the counters of the task it
+ * reads (wait) and of its own task (done). Everything is allocated and uploaded in
+ * mkg_mk_create; a step only zeroes counters, copies M and launches.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mkg_megakernel.h"
+#include "mkg_nvtx.h"
+
+struct mkg_mk {
+    mkg_model *md;
+    mkg_model_config cfg;
+    int ops, rows, rb_max, sms;
+    mkg_mk_op *ops_h, *ops_d;
+    mkg_layer_desc *layers;
+    mkg_layer_plan *plans;
+    mkg_table *table;
+    unsigned int *counters;         /* (ops, rb_max) */
+    unsigned int *stall;            /* 4 words */
+    void *qkv;                      /* (layers, max_tokens, qkv_n) */
+    int *m_host;                    /* pinned: M of every table row */
+    unsigned long long *timeline;
+    int timeline_cap;
+    double timeout_ms;
+    int force_task;
+    unsigned int force_extra;
+};
+
+static const char *const mkg_mk_gemm_names[MKG_MK_GEMMS_PER_LAYER] = {"qkv", "o+res", "gate_up+silu", "down+res"};
+
+static mkg_layer_desc mkg_mk_layer(int n, int k, const void *a, long long lda, const void *b, void *c, long long ldc,
+                                   mkg_epilogue epi, int m_max)
+{
+    mkg_layer_desc l;
+    memset(&l, 0, sizeof l);
+    l.n = n;
+    l.k = k;
+    l.in_type = l.c_type = MKG_DTYPE_BF16;
+    l.a = a;
+    l.lda = lda;
+    l.b = b;
+    l.ldb = k;
+    l.c = c;
+    l.ldc = ldc;
+    l.epilogue = epi;
+    if (epi == MKG_EPI_RESIDUAL) {
+        l.aux = c;                                  /* x += A . B^T, in place */
+        l.ld_aux = ldc;
+    }
+    l.m_max = m_max;
+    l.mode = MKG_MODE_INVARIANT;
+    return l;
+}
+
+void *mkg_mk_qkv(const mkg_mk *mk, int layer)
+{
+    const mkg_model_config *c = &mk->cfg;
+    return (unsigned short *)mk->qkv + (size_t)layer * c->max_tokens * mkg_model_qkv_n(c);
+}
+
+// Table rows of every GEMM, their dependencies wired to the task counters.
+static void mkg_mk_describe(mkg_mk *mk)
+{
+    const mkg_model_config *c = &mk->cfg;
+    const mkg_model *md = mk->md;
+    const int H = c->hidden, F = c->ffn, QD = c->q_heads * c->head_dim, T = c->max_tokens;
+    for (int l = 0; l < c->layers; ++l) {
+        const mkg_layer_weights *w = &md->layer[l];
+        mkg_layer_desc *r = mk->layers + MKG_MK_GEMMS_PER_LAYER * l;
+        r[MKG_MK_QKV] = mkg_mk_layer(mkg_model_qkv_n(c), H, md->xn, H, w->wqkv, mkg_mk_qkv(mk, l), mkg_model_qkv_n(c),
+                                     MKG_EPI_STORE, T);
+        r[MKG_MK_O] = mkg_mk_layer(H, QD, md->attn, QD, w->wo, md->x, H, MKG_EPI_RESIDUAL, T);
+        r[MKG_MK_GATE_UP] = mkg_mk_layer(2 * F, H, md->xn, H, w->wgu, md->act, F, MKG_EPI_SILU_MUL, T);
+        r[MKG_MK_DOWN] = mkg_mk_layer(H, F, md->act, F, w->wd, md->x, H, MKG_EPI_RESIDUAL, T);
+    }
+    mk->layers[mk->rows - 1] = mkg_mk_layer(c->vocab, H, md->xn, H, md->lm_head, md->logits, c->vocab, MKG_EPI_STORE, T);
+    for (int t = 0; t < mk->ops; ++t) {
+        const mkg_mk_op *op = mk->ops_h + t;
+        if (op->kind != MKG_MK_GEMM)
+            continue;
+        mkg_gemm_deps *d = &mk->layers[op->table_row].deps;
+        d->wait = mk->counters + (size_t)op->dep * mk->rb_max;
+        d->wait_per_row = (unsigned int)mk->ops_h[op->dep].out_cols;
+        d->done = mk->counters + (size_t)t * mk->rb_max;
+        d->stall = mk->stall;
+        d->tag = (unsigned int)t;
+        d->timeout_ns = (unsigned long long)(mk->timeout_ms * 1e6);
+    }
+}
+
+static void mkg_mk_gpu(mkg_gpu_info *g)
+{
+    struct cudaDeviceProp prop;
+    int dev = 0;
+    if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&prop, dev) == cudaSuccess) {
+        snprintf(g->name, sizeof g->name, "%.95s", prop.name);
+        g->sms = prop.multiProcessorCount;
+    } else {
+        snprintf(g->name, sizeof g->name, "NVIDIA H200 (planned without a GPU)");
+        g->sms = 132;
+    }
+}
+
+void mkg_mk_destroy(mkg_mk *mk)
+{
+    if (!mk)
+        return;
+    mkg_table_destroy(mk->table);
+    cudaFree(mk->ops_d);
+    cudaFree(mk->counters);
+    cudaFree(mk->stall);
+    cudaFree(mk->qkv);
+    cudaFree(mk->timeline);
+    cudaFreeHost(mk->m_host);
+    free(mk->ops_h);
+    free(mk->layers);
+    free(mk->plans);
+    free(mk);
+}
+
+mkg_status mkg_mk_create(mkg_model *md, const mkg_layer_plan *plans, mkg_mk **out)
+{
+    if (!md || !out)
+        return MKG_ERR_NULL_OUT;
+    *out = NULL;
+    mkg_nvtx_push("mkg_mk_create");
+    mkg_mk *mk = (mkg_mk *)calloc(1, sizeof *mk);
+    if (!mk) {
+        mkg_nvtx_pop();
+        return MKG_ERR_OUT_OF_MEMORY;
+    }
+    mk->md = md;
+    mk->cfg = md->cfg;
+    mk->ops = mkg_mk_op_count(&mk->cfg);
+    mk->rows = mkg_mk_table_rows(&mk->cfg);
+    mk->rb_max = mkg_mk_row_blocks(mk->cfg.max_tokens);
+    mk->timeout_ms = 1000.0;
+    mk->force_task = -1;
+    mkg_gpu_info g;
+    mkg_mk_gpu(&g);
+    mk->sms = g.sms;
+    mk->ops_h = (mkg_mk_op *)calloc((size_t)mk->ops, sizeof(mkg_mk_op));
+    mk->layers = (mkg_layer_desc *)calloc((size_t)mk->rows, sizeof(mkg_layer_desc));
+    mk->plans = (mkg_layer_plan *)calloc((size_t)mk->rows, sizeof(mkg_layer_plan));
+    mkg_status st = MKG_OK;
+    const size_t qkv_bytes = (size_t)mk->cfg.layers * mk->cfg.max_tokens * mkg_model_qkv_n(&mk->cfg) * 2;
+    if (!mk->ops_h || !mk->layers || !mk->plans ||
+        cudaMalloc((void **)&mk->counters, (size_t)mk->ops * mk->rb_max * 4) != cudaSuccess ||
+        cudaMalloc((void **)&mk->stall, 16) != cudaSuccess || cudaMalloc(&mk->qkv, qkv_bytes) != cudaSuccess ||
+        cudaMalloc((void **)&mk->ops_d, (size_t)mk->ops * sizeof(mkg_mk_op)) != cudaSuccess ||
+        cudaMallocHost((void **)&mk->m_host, (size_t)mk->rows * sizeof(int)) != cudaSuccess)
+        st = MKG_ERR_OUT_OF_MEMORY;
+    if (st == MKG_OK) {
+        mkg_mk_graph_build(&mk->cfg, md, mk->ops_h);
+        mkg_mk_describe(mk);
+        if (plans) {
+            memcpy(mk->plans, plans, (size_t)mk->rows * sizeof *plans);
+        } else {
+            const mkg_cost_model cm = mkg_cost_model_h200();
+            st = mkg_layers_plan(&cm, mk->layers, mk->rows, &g, mk->plans);
+        }
+    }
+    if (st == MKG_OK)
+        st = mkg_table_create(mk->layers, mk->rows, mk->plans, &mk->table);
+    if (st == MKG_OK &&
+        (cudaMemcpy(mk->ops_d, mk->ops_h, (size_t)mk->ops * sizeof(mkg_mk_op), cudaMemcpyHostToDevice) != cudaSuccess ||
+         cudaMemset(mk->qkv, 0, qkv_bytes) != cudaSuccess || mkg_mk_kernel_init() != cudaSuccess))
+        st = MKG_ERR_CUDA;
+    mkg_nvtx_pop();
+    if (st != MKG_OK) {
+        mkg_mk_destroy(mk);
+        return st;
+    }
+    *out = mk;
+    return MKG_OK;
+}
+
+const mkg_layer_desc *mkg_mk_layers(const mkg_mk *mk)
+{
+    return mk->layers;
+}
+
+const mkg_layer_plan *mkg_mk_plans(const mkg_mk *mk)
+{
+    return mk->plans;
+}
+
+void mkg_mk_print_plan(const mkg_mk *mk, int m, FILE *f)
+{
+    const int b = mkg_bucket_of(m);
+    fprintf(f, "M = %d (bucket %d, up to M = %d):\n", m, b, mkg_bucket_upper(b));
+    for (int r = 0; r < mk->rows; ++r) {
+        const mkg_layer_desc *l = mk->layers + r;
+        const int last = r == mk->rows - 1;
+        const mkg_schedule_info *s = mkg_schedule_get(mk->plans[r].schedule[b]);
+        fprintf(f, "  %-6s %-13s N %6d K %5d  %s\n", last ? "head" : "", last ? "lm_head" : mkg_mk_gemm_names[r % 4],
+                l->n, l->k, s ? s->name : "?");
+        if (r == MKG_MK_GEMMS_PER_LAYER - 1 && mk->rows > MKG_MK_GEMMS_PER_LAYER + 1)
+            fprintf(f, "  (layers 1 .. %d: the same shapes, the same schedules)\n", mk->cfg.layers - 1);
+        if (r == MKG_MK_GEMMS_PER_LAYER - 1)
+            r = mk->rows - 2;
+    }
+}
+
+mkg_status mkg_mk_set_timeline(mkg_mk *mk, int cap)
+{
+    cudaFree(mk->timeline);
+    mk->timeline = NULL;
+    mk->timeline_cap = 0;
+    if (cap <= 0)
+        return MKG_OK;
+    const size_t bytes = (size_t)mk->sms * cap * 3 * sizeof(unsigned long long);
+    if (cudaMalloc((void **)&mk->timeline, bytes) != cudaSuccess)
+        return MKG_ERR_OUT_OF_MEMORY;
+    mk->timeline_cap = cap;
+    return MKG_OK;
+}
+
+void mkg_mk_set_timeout_ms(mkg_mk *mk, double ms)
+{
+    mk->timeout_ms = ms;
+    const unsigned long long ns = (unsigned long long)(ms * 1e6);
+    /* the GEMM rows carry their own copy: rewrite it in the uploaded table */
+    for (int r = 0; r < mk->rows; ++r) {
+        mkg_layer_dev *row = (mkg_layer_dev *)mkg_table_rows(mk->table) + r;
+        cudaMemcpy(&row->params.deps.timeout_ns, &ns, sizeof ns, cudaMemcpyHostToDevice);
+    }
+}
+
+void mkg_mk_force_stall(mkg_mk *mk, int task, unsigned int extra)
+{
+    mk->force_task = task;
+    mk->force_extra = extra;
+}
+
+mkg_status mkg_mk_step(mkg_mk *mk, int m, int prefill, int pos0, int lm_head, cudaStream_t s)
+{
+    const mkg_model_config *c = &mk->cfg;
+    if (m < 1 || m > c->max_tokens || (!prefill && m > c->max_batch))
+        return MKG_ERR_M_EXCEEDS_M_MAX;
+    if (prefill && (pos0 < 0 || pos0 + m > c->max_ctx))
+        return MKG_ERR_BAD_M;
+    for (int r = 0; r < mk->rows; ++r)
+        mk->m_host[r] = m;
+    mkg_mk_args a;
+    memset(&a, 0, sizeof a);
+    a.ops = mk->ops_d;
+    a.ops_run = lm_head ? mk->ops : mk->ops - 1;
+    a.rows = mkg_table_rows(mk->table);
+    a.row_count = mk->rows;
+    a.m_cur = mkg_table_m(mk->table);
+    a.dispatch_err = mkg_table_error(mk->table);
+    a.counters = mk->counters;
+    a.rb_max = mk->rb_max;
+    a.stall = mk->stall;
+    a.timeout_ns = (unsigned long long)(mk->timeout_ms * 1e6);
+    a.cfg = *c;
+    a.qkv = mk->qkv;
+    a.attn = mk->md->attn;
+    a.k_cache = mk->md->k_cache;
+    a.v_cache = mk->md->v_cache;
+    a.pos = mk->md->pos;
+    a.m = m;
+    a.prefill = prefill;
+    a.pos0 = pos0;
+    a.timeline = mk->timeline;
+    a.timeline_cap = mk->timeline_cap;
+    a.force_task = mk->force_task;
+    a.force_extra = mk->force_extra;
+    if (cudaMemsetAsync(mk->counters, 0, (size_t)mk->ops * mk->rb_max * 4, s) != cudaSuccess ||
+        cudaMemsetAsync(mk->stall, 0, 16, s) != cudaSuccess ||
+        cudaMemsetAsync(a.dispatch_err, 0, 4, s) != cudaSuccess ||
+        (mk->timeline && cudaMemsetAsync(mk->timeline, 0,
+                                         (size_t)mk->sms * mk->timeline_cap * 3 * sizeof(unsigned long long),
+                                         s) != cudaSuccess) ||
+        cudaMemcpyAsync(mkg_table_m(mk->table), mk->m_host, (size_t)mk->rows * sizeof(int), cudaMemcpyHostToDevice, s) != cudaSuccess ||
+        mkg_mk_launch(&a, mk->sms, s) != cudaSuccess)
+        return MKG_ERR_CUDA;
+    return MKG_OK;
+}
+
+mkg_status mkg_mk_check(mkg_mk *mk, cudaStream_t s, unsigned int stall[4], unsigned int *dispatch_err)
+{
+    unsigned int st[4] = {0, 0, 0, 0}, de = 0;
+    if (cudaStreamSynchronize(s) != cudaSuccess || cudaMemcpy(st, mk->stall, 16, cudaMemcpyDeviceToHost) != cudaSuccess ||
+        cudaMemcpy(&de, mkg_table_error(mk->table), 4, cudaMemcpyDeviceToHost) != cudaSuccess)
+        return MKG_ERR_CUDA;
+    if (stall)
+        memcpy(stall, st, sizeof st);
+    if (dispatch_err)
+        *dispatch_err = de;
+    if (de)
+        return MKG_ERR_DISPATCH;
+    return st[0] ? MKG_ERR_STALLED : MKG_OK;
+}
+
+static const char *mkg_mk_task_name(const mkg_mk *mk, int t, char *buf, size_t size)
+{
+    static const char *const per_layer[7] = {"attn_norm", "qkv", "attention", "o+res", "ffn_norm", "gate_up+silu",
+                                             "down+res"};
+    const int layers = mk->cfg.layers;
+    if (t >= 7 * layers)
+        snprintf(buf, size, "%s", t == 7 * layers ? "final_norm" : "lm_head");
+    else
+        snprintf(buf, size, "L%d %s", t / 7, per_layer[t % 7]);
+    return buf;
+}
+
+mkg_status mkg_mk_write_trace(mkg_mk *mk, const char *path)
+{
+    if (!mk->timeline)
+        return MKG_ERR_NULL_OUT;
+    const size_t count = (size_t)mk->sms * mk->timeline_cap;
+    unsigned long long *e = (unsigned long long *)malloc(count * 3 * sizeof *e);
+    if (!e)
+        return MKG_ERR_OUT_OF_MEMORY;
+    if (cudaMemcpy(e, mk->timeline, count * 3 * sizeof *e, cudaMemcpyDeviceToHost) != cudaSuccess) {
+        free(e);
+        return MKG_ERR_CUDA;
+    }
+    unsigned long long t_min = ~0ull;
+    for (size_t i = 0; i < count; ++i)
+        if (e[3 * i + 2] && e[3 * i + 1] < t_min)
+            t_min = e[3 * i + 1];
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        free(e);
+        return MKG_ERR_TABLE_MISSING;
+    }
+    fprintf(f, "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n");
+    int first = 1;
+    char name[64];
+    for (size_t i = 0; i < count; ++i) {
+        const unsigned long long *x = e + 3 * i;
+        if (!x[2])
+            continue;
+        const int task = (int)(x[0] >> 32), item = (int)(x[0] & 0xffffffffu);
+        fprintf(f, "%s{\"name\": \"%s\", \"ph\": \"X\", \"pid\": 0, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, "
+                   "\"args\": {\"task\": %d, \"item\": %d}}",
+                first ? "" : ",\n", mkg_mk_task_name(mk, task, name, sizeof name), (int)(i / mk->timeline_cap),
+                (double)(x[1] - t_min) / 1000.0, (double)(x[2] - x[1]) / 1000.0, task, item);
+        first = 0;
+    }
+    fprintf(f, "\n]}\n");
+    fclose(f);
+    free(e);
+    return MKG_OK;
+}
+
+mkg_status mkg_mk_plan_print(const mkg_model_config *c, const int *ms, int count, FILE *f)
+{
+    /* Placeholder addresses (16-byte aligned, never dereferenced): planning needs shapes only. */
+    static const unsigned char placeholder[16] __attribute__((aligned(16))) = {0};
+    void *p = (void *)placeholder;
+    mkg_model md;
+    memset(&md, 0, sizeof md);
+    md.cfg = *c;
+    md.layer = (mkg_layer_weights *)calloc((size_t)c->layers, sizeof(mkg_layer_weights));
+    mkg_mk mk;
+    memset(&mk, 0, sizeof mk);
+    mk.md = &md;
+    mk.cfg = *c;
+    mk.ops = mkg_mk_op_count(c);
+    mk.rows = mkg_mk_table_rows(c);
+    mk.rb_max = mkg_mk_row_blocks(c->max_tokens);
+    mk.counters = (unsigned int *)p;
+    mk.stall = (unsigned int *)p;
+    mk.qkv = p;
+    mk.ops_h = (mkg_mk_op *)calloc((size_t)mk.ops, sizeof(mkg_mk_op));
+    mk.layers = (mkg_layer_desc *)calloc((size_t)mk.rows, sizeof(mkg_layer_desc));
+    mk.plans = (mkg_layer_plan *)calloc((size_t)mk.rows, sizeof(mkg_layer_plan));
+    mkg_status st = MKG_ERR_OUT_OF_MEMORY;
+    if (md.layer && mk.ops_h && mk.layers && mk.plans) {
+        md.x = md.xn = md.attn = md.act = md.logits = md.final_norm = md.lm_head = p;
+        for (int l = 0; l < c->layers; ++l)
+            md.layer[l] = (mkg_layer_weights){p, p, p, p, p, p};
+        mkg_mk_graph_build(c, &md, mk.ops_h);
+        mkg_mk_describe(&mk);
+        mkg_gpu_info g;
+        mkg_mk_gpu(&g);
+        const mkg_cost_model cm = mkg_cost_model_h200();
+        st = mkg_layers_plan(&cm, mk.layers, mk.rows, &g, mk.plans);
+        for (int i = 0; st == MKG_OK && i < count; ++i)
+            mkg_mk_print_plan(&mk, ms[i], f);
+    }
+    free(md.layer);
+    free(mk.ops_h);
+    free(mk.layers);
+    free(mk.plans);
+    return st;
+}

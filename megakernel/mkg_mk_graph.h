@@ -1,0 +1,111 @@
+/* mkg_mk_graph.h - the megakernel's task list: ops in topological order, the work
+ * items of each op at a given step size, and the dependency rule between them.
+ *
+ * One decoder step is a list of ops (per layer: attention norm, QKV GEMM, attention,
+ * O GEMM + residual, FFN norm, gate/up GEMM + SiLU-mul, down GEMM + residual; then
+ * the final norm and the LM head). The host builds the list once at startup and
+ * uploads it. At run time every CTA walks the whole list; op o's work items are dealt
+ * round-robin, item i to CTA (base_o + i) mod grid, where base_o is the running item
+ * count mod grid, so consecutive ops start on different SMs. There is no grid barrier:
+ * each op's output has one counter per block of 64 rows, and an item waits only for
+ * the row blocks of its input that it reads (an op depends on exactly one earlier op).
+ * An output row block is complete when its counter reaches rows x out_cols. Both the
+ * device code and the CPU simulation test use the rules below.
+ */
+#ifndef MKG_MK_GRAPH_H
+#define MKG_MK_GRAPH_H
+
+#include "mkg_model.h"
+#include "mkg_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum mkg_mk_kind {
+    MKG_MK_NORM = 0,            /* RMSNorm of row blocks: src (x) -> dst (xn) with weight */
+    MKG_MK_GEMM = 1,            /* one dispatch-table row, run by the device dispatcher */
+    MKG_MK_ATTN = 2             /* RoPE + KV-cache append + attention, per (tokens, kv head) */
+} mkg_mk_kind;
+
+typedef enum mkg_mk_gemm_id {
+    MKG_MK_QKV = 0, MKG_MK_O = 1, MKG_MK_GATE_UP = 2, MKG_MK_DOWN = 3, MKG_MK_GEMMS_PER_LAYER = 4
+} mkg_mk_gemm_id;
+
+typedef struct mkg_mk_op {
+    int kind;                   /* mkg_mk_kind */
+    int layer;                  /* model layer; cfg.layers for the final norm and the LM head */
+    int table_row;              /* GEMM: row in the dispatch table */
+    int dep;                    /* the op whose output this op reads; -1: the step's input x */
+    int out_cols;               /* columns of the output: a row block is complete at rows x out_cols */
+    const void *src;            /* NORM: x */
+    const void *weight;         /* NORM: g */
+    void *dst;                  /* NORM: xn */
+} mkg_mk_op;
+
+/* Ops of one step: 7 per layer + final norm + LM head. */
+static MKG_HD int mkg_mk_op_count(const mkg_model_config *c)
+{
+    return 7 * c->layers + 2;
+}
+
+/* Table rows: 4 GEMMs per layer + the LM head (row 4 * layers). */
+static MKG_HD int mkg_mk_table_rows(const mkg_model_config *c)
+{
+    return MKG_MK_GEMMS_PER_LAYER * c->layers + 1;
+}
+
+/* Row blocks (counters) per op output. */
+static MKG_HD int mkg_mk_row_blocks(int m)
+{
+    return (m + 63) / 64;
+}
+
+/* Fills ops[mkg_mk_op_count(c)] for model md (pointers into its buffers). */
+void mkg_mk_graph_build(const mkg_model_config *c, const mkg_model *md, mkg_mk_op *ops);
+
+/* Work items of a non-GEMM op at step size m (GEMMs: the dispatched schedule's units). */
+static MKG_HD int mkg_mk_items(const mkg_mk_op *op, const mkg_model_config *c, int m, int prefill)
+{
+    if (op->kind == MKG_MK_NORM)
+        return mkg_mk_row_blocks(m);
+    if (op->kind == MKG_MK_ATTN)
+        return (prefill ? mkg_mk_row_blocks(m) : m) * c->kv_heads;
+    return 0;
+}
+
+/* Rows [*r0, *r1) of the input that attention item i reads, and the row block it writes. */
+static MKG_HD void mkg_mk_attn_rows(const mkg_model_config *c, int m, int prefill, int item, int *r0, int *r1,
+                                    int *out_rb)
+{
+    const int t = item / c->kv_heads;            /* token (decode) or 64-token block (prefill) */
+    if (prefill) {
+        *r0 = 0;                                 /* causal: keys of every earlier token of the step */
+        *r1 = t * 64 + 64 < m ? t * 64 + 64 : m;
+        *out_rb = t;
+    } else {
+        *r0 = t;
+        *r1 = t + 1;
+        *out_rb = t / 64;
+    }
+}
+
+/* Elements attention item i adds to its output row block. */
+static MKG_HD unsigned int mkg_mk_attn_elems(const mkg_model_config *c, int m, int prefill, int item)
+{
+    const int t = item / c->kv_heads;
+    const int rows = prefill ? (m - 64 * t < 64 ? m - 64 * t : 64) : 1;
+    return (unsigned int)(rows * (c->q_heads / c->kv_heads) * c->head_dim);
+}
+
+/* Rows of row block rb in an m-row output. */
+static MKG_HD unsigned int mkg_mk_block_rows(int m, int rb)
+{
+    return (unsigned int)(m - 64 * rb < 64 ? m - 64 * rb : 64);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MKG_MK_GRAPH_H */

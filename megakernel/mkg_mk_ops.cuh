@@ -1,0 +1,600 @@
+/* mkg_mk_ops.cuh - the non-GEMM ops of the sample model step (mkg_model.h) as device
+ * functions of a 256-thread group: RMSNorm, RoPE, decode attention over the KV cache, causal
+ * prefill attention. The megakernel runs them as tasks; the reference path
+ * (mkg_reference_model.cu) wraps each in a plain kernel, so both run the same code.
+ *
+ * Group contract: all 256 threads call an op with their tid (0..255, tid % 32 = lane) and the
+ * group's named barrier; ops sync only through mkg_bar_sync(bar, 256) and end with one, so on
+ * return the group's global writes are issued and scratch (<= 32 KB) is free. Activations
+ * (x, qkv) are read bypassing L1 (other SMs write them in the same launch). bf16 storage,
+ * FP32 math, fixed reduction orders.
+ */
+#ifndef MKG_MK_OPS_CUH
+#define MKG_MK_OPS_CUH
+
+#include <cuda_bf16.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "mkg_model.h"
+#include "mkg_ptx_sm90.cuh"
+
+#define MKG_OP_THREADS 256
+#define MKG_OP_HEAD_DIM 64      /* the ops are written for head_dim 64 (RoPE pairs i, i + 32) */
+#define MKG_OP_MAX_GROUP 4      /* at most 4 query heads per KV head */
+#define MKG_OP_LOG2E 1.4426950408889634f
+
+/* Scratch of each op (bytes); rmsnorm needs none. */
+#define MKG_OP_DECODE_SCRATCH_BYTES 9728   /* q 1 KB + current k, v 256 B + 8 warp partials 8.5 KB */
+#define MKG_OP_PREFILL_SCRATCH_BYTES 24576 /* K, V tiles FP32 16 KB + bf16 staging 8 KB */
+
+static_assert(MKG_OP_DECODE_SCRATCH_BYTES <= 32768, "decode scratch over 32 KB");
+static_assert(MKG_OP_PREFILL_SCRATCH_BYTES <= 32768, "prefill scratch over 32 KB");
+
+// ---- bf16 packing ------------------------------------------------------------------------
+
+/* 8 bf16 (one 16-byte load) to FP32; element 2k sits in the low half of word k. Exact. */
+static __device__ __forceinline__ void mkg_op_unpack8(uint4 u, float f[8])
+{
+    f[0] = __uint_as_float(u.x << 16);
+    f[1] = __uint_as_float(u.x & 0xFFFF0000u);
+    f[2] = __uint_as_float(u.y << 16);
+    f[3] = __uint_as_float(u.y & 0xFFFF0000u);
+    f[4] = __uint_as_float(u.z << 16);
+    f[5] = __uint_as_float(u.z & 0xFFFF0000u);
+    f[6] = __uint_as_float(u.w << 16);
+    f[7] = __uint_as_float(u.w & 0xFFFF0000u);
+}
+
+static __device__ __forceinline__ unsigned int mkg_op_pack2(float lo, float hi)
+{
+    return (unsigned int)__bfloat16_as_ushort(__float2bfloat16_rn(lo)) |
+           ((unsigned int)__bfloat16_as_ushort(__float2bfloat16_rn(hi)) << 16);
+}
+
+static __device__ __forceinline__ uint4 mkg_op_pack8(const float f[8])
+{
+    uint4 u;
+    u.x = mkg_op_pack2(f[0], f[1]);
+    u.y = mkg_op_pack2(f[2], f[3]);
+    u.z = mkg_op_pack2(f[4], f[5]);
+    u.w = mkg_op_pack2(f[6], f[7]);
+    return u;
+}
+
+static __device__ __forceinline__ float mkg_op_round_bf16(float v)
+{
+    return __bfloat162float(__float2bfloat16_rn(v));
+}
+
+/* Element offset of (layer, seq, kv head, position 0) in k_cache / v_cache: the device twin of
+ * mkg_model_cache_at (head_dim 64). */
+static __device__ __forceinline__ size_t mkg_op_cache_base(const mkg_model_config *c, int layer, int seq, int head)
+{
+    return (((size_t)layer * c->max_batch + seq) * c->kv_heads + head) * (size_t)c->max_ctx * MKG_OP_HEAD_DIM;
+}
+
+// ---- RMSNorm -----------------------------------------------------------------------------
+
+// x, y are (rows, h) bf16 at row stride h, g is (h): for r in row0 .. row0+rows-1,
+// y[r, :] = bf16(x[r, :] * rsqrt(mean(x[r, :]^2) + eps) * g[:]). rows <= 64, h a multiple of 8.
+// One warp per row (rows warp, warp + 8, ...); lane c reads 16-byte chunks c, c + 32, ...
+// The row is read twice (sum of squares, then scale); the second read hits L2.
+static __device__ __forceinline__ void mkg_op_rmsnorm(const __nv_bfloat16 *x, const __nv_bfloat16 *g,
+                                                      __nv_bfloat16 *y, int row0, int rows, int h, float eps,
+                                                      int tid, int bar)
+{
+    const int warp = tid >> 5, lane = tid & 31, chunks = h >> 3;
+    const uint4 *gw = (const uint4 *)g;
+    for (int r = warp; r < rows; r += MKG_OP_THREADS / 32) {
+        const uint4 *xr = (const uint4 *)(x + (size_t)(row0 + r) * h);
+        uint4 *yr = (uint4 *)(y + (size_t)(row0 + r) * h);
+        float ss = 0.0f;
+        for (int c = lane; c < chunks; c += 32) {
+            float f[8];
+            mkg_op_unpack8(__ldcg(xr + c), f);
+#pragma unroll
+            for (int i = 0; i < 8; ++i)
+                ss = fmaf(f[i], f[i], ss);
+        }
+        // NOTE: an xor butterfly leaves the bit-identical sum in every lane (each step adds the
+        // same two partials, only in swapped operand order, and FP addition commutes).
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+            ss += __shfl_xor_sync(0xFFFFFFFFu, ss, o);
+        const float rs = rsqrtf(ss / (float)h + eps);
+        for (int c = lane; c < chunks; c += 32) {
+            float f[8], w[8];
+            mkg_op_unpack8(__ldcg(xr + c), f);
+            mkg_op_unpack8(__ldg(gw + c), w);
+#pragma unroll
+            for (int i = 0; i < 8; ++i)
+                f[i] = __fmul_rn(__fmul_rn(f[i], rs), w[i]);
+            yr[c] = mkg_op_pack8(f);
+        }
+    }
+    mkg_bar_sync(bar, MKG_OP_THREADS);
+}
+
+// ---- RoPE (Llama / HF rotate-half, head_dim 64) ------------------------------------------
+
+/* cos and sin of pos * theta^(-2i/64) for pair i (< 32). */
+static __device__ __forceinline__ void mkg_op_rope_cs(int pos, int i, float theta, float *c, float *s)
+{
+    const float inv_freq = powf(theta, -(float)(2 * i) / 64.0f);
+    const float angle = (float)pos * inv_freq;
+    *c = cosf(angle);
+    *s = sinf(angle);
+}
+
+/* Rotates pair (x0 = x[i], x1 = x[i + 32]): o0 = x0 c - x1 s, o1 = x1 c + x0 s. The products are
+ * rounded before the fused add in a fixed way, so every caller gets the same bits. */
+static __device__ __forceinline__ void mkg_op_rope_pair(float x0, float x1, float c, float s, float *o0, float *o1)
+{
+    *o0 = fmaf(x0, c, -__fmul_rn(x1, s));
+    *o1 = fmaf(x1, c, __fmul_rn(x0, s));
+}
+
+// ---- decode attention --------------------------------------------------------------------
+
+// One token (row tok of qkv and attn) of sequence seq at position pos, KV head g and its
+// G = q_heads / kv_heads query heads g G .. g G + G - 1.
+//   qkv  (tokens, (QH + 2 KVH) 64)  q head h at column 64 h, k head g at 64 (QH + g),
+//                                   v head g at 64 (QH + KVH + g)
+//   attn (tokens, QH 64)            output head h at column 64 h
+//   k_cache, v_cache (layers, max_batch, KVH, max_ctx, 64)
+// Writes the rotated k (bf16) and v of this token at (layer, seq, g, pos), then
+// attn = softmax(q k^T / 8) v over positions 0 .. pos; key pos is this op's own k and v (from
+// scratch), keys < pos come from the cache (written by earlier steps, plain loads).
+//
+// Work split: key tiles of 32 positions go round-robin to the 8 warps. In a warp, key row
+// j = 32 T + 4 t + (lane >> 3) (t < 8) is read by the 8 lanes with lane >> 3 equal, each lane
+// 8 dims (sub = lane & 7): a load instruction covers 4 whole 128-byte rows. A lane keeps
+// q[h][8 dims of sub] and o[h][8 dims of sub] for its keys. Scores: 8-dim partial dot, then an
+// xor butterfly over the 8 lanes of the row (bit-identical in all 8). Online softmax in the
+// log2 domain per warp; the 4 lane groups (keys 4t + 0..3) keep separate o and l partials,
+// summed by xor 8, 16 at the end. Then the 8 warp partials (m, l, o) merge in warp order.
+//
+// Scratch (MKG_OP_DECODE_SCRATCH_BYTES):
+//   [0, 1024)     q    (4, 64) FP32, rotated, times 0.125 log2(e)
+//   [1024, 1152)  k    (64) bf16, rotated, this token's
+//   [1152, 1280)  v    (64) bf16, this token's
+//   [1280, 1408)  m    (8 warps, 4) FP32 running max (log2 domain)
+//   [1408, 1536)  l    (8, 4) FP32 softmax denominators
+//   [1536, 9728)  o    (8, 4, 64) FP32 unnormalised outputs
+static __device__ __forceinline__ void mkg_op_attention_decode(const mkg_model_config *cfg, int layer,
+                                                               const __nv_bfloat16 *qkv, int tok, int seq, int pos,
+                                                               int g, __nv_bfloat16 *k_cache,
+                                                               __nv_bfloat16 *v_cache, __nv_bfloat16 *attn,
+                                                               unsigned char *scratch, int tid, int bar)
+{
+    const int G = cfg->q_heads / cfg->kv_heads;
+    const int qkv_n = (cfg->q_heads + 2 * cfg->kv_heads) * MKG_OP_HEAD_DIM;
+    const float theta = cfg->rope_theta;
+    float *s_q = (float *)scratch;
+    __nv_bfloat16 *s_k = (__nv_bfloat16 *)(scratch + 1024);
+    __nv_bfloat16 *s_v = (__nv_bfloat16 *)(scratch + 1152);
+    float *s_m = (float *)(scratch + 1280);
+    float *s_l = (float *)(scratch + 1408);
+    float *s_o = (float *)(scratch + 1536);
+    const __nv_bfloat16 *row = qkv + (size_t)tok * qkv_n;
+    const size_t cbase = mkg_op_cache_base(cfg, layer, seq, g);
+
+    // ---- 1. rotate q (G heads) and k, copy v. Thread tid < 32 (G + 1) rotates pair i = tid % 32
+    // of q head h = tid / 32, or of k when h == G (one copy of the trig code for both); the next
+    // 32 threads copy v.
+    if (tid < G * 32 + 32) {
+        const int h = tid >> 5, i = tid & 31;
+        const __nv_bfloat16 *src = row + (h < G ? g * G + h : cfg->q_heads + g) * MKG_OP_HEAD_DIM;
+        float c, s, o0, o1;
+        mkg_op_rope_cs(pos, i, theta, &c, &s);
+        mkg_op_rope_pair(__bfloat162float(__ldcg(src + i)), __bfloat162float(__ldcg(src + i + 32)), c, s, &o0, &o1);
+        if (h < G) {
+            s_q[h * 64 + i] = __fmul_rn(o0 * 0.125f, MKG_OP_LOG2E);
+            s_q[h * 64 + i + 32] = __fmul_rn(o1 * 0.125f, MKG_OP_LOG2E);
+        } else {
+            const __nv_bfloat16 k0 = __float2bfloat16_rn(o0), k1 = __float2bfloat16_rn(o1);
+            s_k[i] = k0;
+            s_k[i + 32] = k1;
+            k_cache[cbase + (size_t)pos * 64 + i] = k0;
+            k_cache[cbase + (size_t)pos * 64 + i + 32] = k1;
+        }
+    } else if (tid < G * 32 + 64) {
+        const int i = tid - G * 32 - 32;
+        const __nv_bfloat16 *src = row + (cfg->q_heads + cfg->kv_heads + g) * MKG_OP_HEAD_DIM;
+        const __nv_bfloat16 v0 = __ldcg(src + i), v1 = __ldcg(src + i + 32);
+        s_v[i] = v0;
+        s_v[i + 32] = v1;
+        v_cache[cbase + (size_t)pos * 64 + i] = v0;
+        v_cache[cbase + (size_t)pos * 64 + i + 32] = v1;
+    }
+    mkg_bar_sync(bar, MKG_OP_THREADS);
+
+    // ---- 2. each warp: online softmax over its key tiles.
+    const int warp = tid >> 5, lane = tid & 31, sub = lane & 7, grp = lane >> 3;
+    float q[MKG_OP_MAX_GROUP][8], o[MKG_OP_MAX_GROUP][8], m[MKG_OP_MAX_GROUP], l[MKG_OP_MAX_GROUP];
+#pragma unroll
+    for (int h = 0; h < MKG_OP_MAX_GROUP; ++h) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            q[h][i] = h < G ? s_q[h * 64 + sub * 8 + i] : 0.0f;
+            o[h][i] = 0.0f;
+        }
+        // NOTE: a finite start, not -inf: exp2f(m - m_new) stays 0 (never inf - inf = NaN) and a
+        // warp with no keys merges with weight exp2f(-1e30 - M) = 0.
+        m[h] = -1e30f;
+        l[h] = 0.0f;
+    }
+    const uint4 *kg = (const uint4 *)(k_cache + cbase) + sub;   // row j: kg + 8 j
+    const uint4 *vg = (const uint4 *)(v_cache + cbase) + sub;
+    const int ntiles = (pos + 32) >> 5;                          // keys 0 .. pos
+    for (int T = warp; T < ntiles; T += MKG_OP_THREADS / 32) {
+        uint4 kr[8], vr[8];
+#pragma unroll
+        for (int t = 0; t < 8; ++t) {
+            const int j = T * 32 + 4 * t + grp;
+            if (j < pos) {
+                kr[t] = kg[(size_t)8 * j];
+                vr[t] = vg[(size_t)8 * j];
+            } else if (j == pos) {
+                kr[t] = ((const uint4 *)s_k)[sub];
+                vr[t] = ((const uint4 *)s_v)[sub];
+            } else {
+                kr[t] = make_uint4(0, 0, 0, 0);
+                vr[t] = make_uint4(0, 0, 0, 0);
+            }
+        }
+        float s[8][MKG_OP_MAX_GROUP];
+#pragma unroll
+        for (int t = 0; t < 8; ++t) {
+            float f[8];
+            mkg_op_unpack8(kr[t], f);
+#pragma unroll
+            for (int h = 0; h < MKG_OP_MAX_GROUP; ++h) {
+                float a = 0.0f;
+#pragma unroll
+                for (int i = 0; i < 8; ++i)
+                    a = fmaf(q[h][i], f[i], a);
+                a += __shfl_xor_sync(0xFFFFFFFFu, a, 1);
+                a += __shfl_xor_sync(0xFFFFFFFFu, a, 2);
+                a += __shfl_xor_sync(0xFFFFFFFFu, a, 4);
+                s[t][h] = (T * 32 + 4 * t + grp <= pos) ? a : -INFINITY;
+            }
+        }
+#pragma unroll
+        for (int h = 0; h < MKG_OP_MAX_GROUP; ++h) {
+            float mx = s[0][h];
+#pragma unroll
+            for (int t = 1; t < 8; ++t)
+                mx = fmaxf(mx, s[t][h]);
+            mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 8));
+            mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 16));
+            const float mn = fmaxf(m[h], mx);   // warp-uniform
+            const float sc = exp2f(m[h] - mn);
+            m[h] = mn;
+            l[h] *= sc;
+#pragma unroll
+            for (int i = 0; i < 8; ++i)
+                o[h][i] *= sc;
+        }
+#pragma unroll
+        for (int t = 0; t < 8; ++t) {
+            float f[8];
+            mkg_op_unpack8(vr[t], f);
+#pragma unroll
+            for (int h = 0; h < MKG_OP_MAX_GROUP; ++h) {
+                const float p = exp2f(s[t][h] - m[h]);   // masked keys: exp2f(-inf) = 0
+                l[h] += p;
+#pragma unroll
+                for (int i = 0; i < 8; ++i)
+                    o[h][i] = fmaf(p, f[i], o[h][i]);
+            }
+        }
+    }
+    // Sum the 4 lane groups (fixed xor 8 then xor 16); lanes 0..7 then hold the warp's totals.
+#pragma unroll
+    for (int h = 0; h < MKG_OP_MAX_GROUP; ++h) {
+        l[h] += __shfl_xor_sync(0xFFFFFFFFu, l[h], 8);
+        l[h] += __shfl_xor_sync(0xFFFFFFFFu, l[h], 16);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            o[h][i] += __shfl_xor_sync(0xFFFFFFFFu, o[h][i], 8);
+            o[h][i] += __shfl_xor_sync(0xFFFFFFFFu, o[h][i], 16);
+        }
+    }
+    if (grp == 0) {
+#pragma unroll
+        for (int h = 0; h < MKG_OP_MAX_GROUP; ++h) {
+            float4 *dst = (float4 *)(s_o + (warp * MKG_OP_MAX_GROUP + h) * 64 + sub * 8);
+            dst[0] = make_float4(o[h][0], o[h][1], o[h][2], o[h][3]);
+            dst[1] = make_float4(o[h][4], o[h][5], o[h][6], o[h][7]);
+            if (sub == 0) {
+                s_m[warp * MKG_OP_MAX_GROUP + h] = m[h];
+                s_l[warp * MKG_OP_MAX_GROUP + h] = l[h];
+            }
+        }
+    }
+    mkg_bar_sync(bar, MKG_OP_THREADS);
+
+    // ---- 3. merge the 8 warp partials in warp order: thread (h = tid / 64, d = tid % 64).
+    const int h = tid >> 6, d = tid & 63;
+    if (h < G) {
+        float M = s_m[h];
+        for (int w = 1; w < MKG_OP_THREADS / 32; ++w)
+            M = fmaxf(M, s_m[w * MKG_OP_MAX_GROUP + h]);
+        float L = 0.0f, O = 0.0f;
+        for (int w = 0; w < MKG_OP_THREADS / 32; ++w) {
+            const float e = exp2f(s_m[w * MKG_OP_MAX_GROUP + h] - M);
+            L = fmaf(s_l[w * MKG_OP_MAX_GROUP + h], e, L);
+            O = fmaf(s_o[(w * MKG_OP_MAX_GROUP + h) * 64 + d], e, O);
+        }
+        attn[(size_t)tok * cfg->q_heads * MKG_OP_HEAD_DIM + (g * G + h) * MKG_OP_HEAD_DIM + d] =
+            __float2bfloat16_rn(O * (1.0f / L));
+    }
+    mkg_bar_sync(bar, MKG_OP_THREADS);
+}
+
+// ---- cp.async (PTX ISA: data movement, cp.async) -----------------------------------------
+
+// NOTE: .cg caches in L2 only, like __ldcg: qkv rows are written by other SMs in the same launch.
+static __device__ __forceinline__ void mkg_cp_async_cg_16(void *smem_dst, const void *gmem_src)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(mkg_smem_addr(smem_dst)), "l"(gmem_src)
+                 : "memory");
+}
+
+static __device__ __forceinline__ void mkg_cp_async_commit_group(void)
+{
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+static __device__ __forceinline__ void mkg_cp_async_wait_all(void)
+{
+    asm volatile("cp.async.wait_all;" ::: "memory");
+}
+
+// ---- prefill attention -------------------------------------------------------------------
+
+#define MKG_OP_PREFILL_KEYS 32   /* keys per tile */
+
+// Scratch offsets (bytes) of the prefill op.
+#define MKG_OP_PREFILL_K 0       /* (32 keys, 64) FP32, 8 KB */
+#define MKG_OP_PREFILL_V 8192    /* (32, 64) FP32, 8 KB */
+#define MKG_OP_PREFILL_SK 16384  /* (32, 64) bf16 staging of the next tile's K, 4 KB */
+#define MKG_OP_PREFILL_SV 20480  /* (32, 64) bf16 staging of the next tile's V, 4 KB */
+static_assert(MKG_OP_PREFILL_SV + 4096 <= MKG_OP_PREFILL_SCRATCH_BYTES, "prefill scratch layout");
+static_assert(32 * 64 * 8 <= MKG_OP_PREFILL_SK, "the q cos / sin table overlaps the staging buffers");
+
+// Issues the copies of key tile T (positions 32 T .. 32 T + 31) into the staging buffers, one
+// 16-byte chunk of K and of V per thread (key tid / 8, chunk tid % 8), and commits them.
+// kp < pos0: the cache (rotated already); pos0 <= kp < n_keys: qkv row kp - pos0 (raw k);
+// beyond n_keys: zeros (masked keys need finite V: p = 0 times NaN would be NaN).
+static __device__ __forceinline__ void mkg_op_prefill_stage(unsigned char *scratch, const __nv_bfloat16 *kc,
+                                                            const __nv_bfloat16 *vc, const __nv_bfloat16 *qkv_k,
+                                                            const __nv_bfloat16 *qkv_v, int qkv_n, int T, int pos0,
+                                                            int n_keys, int tid)
+{
+    const int key = tid >> 3, c = tid & 7, kp = T * MKG_OP_PREFILL_KEYS + key;
+    uint4 *dk = (uint4 *)(scratch + MKG_OP_PREFILL_SK) + key * 8 + c;
+    uint4 *dv = (uint4 *)(scratch + MKG_OP_PREFILL_SV) + key * 8 + c;
+    if (kp < pos0) {
+        mkg_cp_async_cg_16(dk, (const uint4 *)(kc + (size_t)kp * 64) + c);
+        mkg_cp_async_cg_16(dv, (const uint4 *)(vc + (size_t)kp * 64) + c);
+    } else if (kp < n_keys) {
+        const size_t off = (size_t)(kp - pos0) * qkv_n;
+        mkg_cp_async_cg_16(dk, (const uint4 *)(qkv_k + off) + c);
+        mkg_cp_async_cg_16(dv, (const uint4 *)(qkv_v + off) + c);
+    } else {
+        *dk = make_uint4(0, 0, 0, 0);
+        *dv = make_uint4(0, 0, 0, 0);
+    }
+    mkg_cp_async_commit_group();
+}
+
+// Converts the staged tile T to FP32 in scratch: thread (key lj = tid / 8, chunk lc = tid % 8)
+// handles dims 4 lc .. 4 lc + 3 and 32 + 4 lc .. 32 + 4 lc + 3, i.e. both halves of RoPE pairs
+// 4 lc .. 4 lc + 3. A key of this step (kp >= pos0) is rotated at kp and rounded to bf16; one
+// of this item's tokens (kp >= pos0 + t0) is also appended to the cache, rotated k and raw v.
+static __device__ __forceinline__ void mkg_op_prefill_convert(unsigned char *scratch, __nv_bfloat16 *kc,
+                                                              __nv_bfloat16 *vc, int T, int pos0, int t0,
+                                                              int n_keys, float theta, int tid)
+{
+    const int lj = tid >> 3, lc = tid & 7, kp = T * MKG_OP_PREFILL_KEYS + lj;
+    const uint2 *sk = (const uint2 *)(scratch + MKG_OP_PREFILL_SK) + lj * 16 + lc;   // 4 bf16 per uint2
+    const uint2 *sv = (const uint2 *)(scratch + MKG_OP_PREFILL_SV) + lj * 16 + lc;
+    float4 *dk = (float4 *)(scratch + MKG_OP_PREFILL_K) + lj * 16 + lc;               // 4 floats per float4
+    float4 *dv = (float4 *)(scratch + MKG_OP_PREFILL_V) + lj * 16 + lc;
+    const uint2 k0 = sk[0], k1 = sk[8], v0 = sv[0], v1 = sv[8];   // [8]: dims + 32
+    dk[0] = make_float4(__uint_as_float(k0.x << 16), __uint_as_float(k0.x & 0xFFFF0000u),
+                        __uint_as_float(k0.y << 16), __uint_as_float(k0.y & 0xFFFF0000u));
+    dk[8] = make_float4(__uint_as_float(k1.x << 16), __uint_as_float(k1.x & 0xFFFF0000u),
+                        __uint_as_float(k1.y << 16), __uint_as_float(k1.y & 0xFFFF0000u));
+    dv[0] = make_float4(__uint_as_float(v0.x << 16), __uint_as_float(v0.x & 0xFFFF0000u),
+                        __uint_as_float(v0.y << 16), __uint_as_float(v0.y & 0xFFFF0000u));
+    dv[8] = make_float4(__uint_as_float(v1.x << 16), __uint_as_float(v1.x & 0xFFFF0000u),
+                        __uint_as_float(v1.y << 16), __uint_as_float(v1.y & 0xFFFF0000u));
+    if (kp >= pos0 && kp < n_keys) {   // this step's key: rotate in place (this thread's own slots)
+        float *kf = (float *)dk;       // kf[i]: dim 4 lc + i, kf[32 + i]: dim 32 + 4 lc + i
+        // NOTE: a loop, not unrolled, over scratch, not a register array: cosf / sinf inline a
+        // large slow path (Payne-Hanek) that is kept once, and a dynamically indexed register
+        // array would live in local memory.
+#pragma unroll 1
+        for (int i = 0; i < 4; ++i) {
+            float c, s, o0, o1;
+            mkg_op_rope_cs(kp, 4 * lc + i, theta, &c, &s);
+            mkg_op_rope_pair(kf[i], kf[32 + i], c, s, &o0, &o1);
+            kf[i] = mkg_op_round_bf16(o0);
+            kf[32 + i] = mkg_op_round_bf16(o1);
+        }
+        if (kp >= pos0 + t0) {   // one of this item's tokens; exact: the rotated values are bf16
+            const float4 a = dk[0], b = dk[8];
+            uint2 *gk = (uint2 *)(kc + (size_t)kp * 64) + lc;
+            uint2 *gv = (uint2 *)(vc + (size_t)kp * 64) + lc;
+            gk[0] = make_uint2(mkg_op_pack2(a.x, a.y), mkg_op_pack2(a.z, a.w));
+            gk[8] = make_uint2(mkg_op_pack2(b.x, b.y), mkg_op_pack2(b.z, b.w));
+            gv[0] = v0;
+            gv[8] = v1;
+        }
+    }
+}
+
+// Queries t0 .. t0 + tcount - 1 (tcount <= 64; rows of qkv and attn) of one sequence (seq 0)
+// whose step token t sits at position pos0 + t, KV head g and its G query heads; causal:
+// query at position p attends positions 0 .. p. Shapes as in mkg_op_attention_decode.
+// Keys < pos0 come from the cache. Keys >= pos0 are this step's: they come from the qkv rows,
+// rotated and rounded to bf16 here, never from the cache, because other work items append
+// those positions concurrently. This item appends its own tokens' rotated k and v to the cache
+// (seq 0, positions pos0 + t0 ..): each is converted exactly once, by the tile holding it.
+//
+// Thread (qi = tid % 64, hh = tid / 64) owns query t0 + qi of head g G + hh: q (64, scaled by
+// 0.125 log2(e)) and the output accumulator (64) in registers, online softmax per 16 keys.
+// Keys go through scratch in tiles of 32 positions x 64 dims, K and V as FP32 (every thread of
+// a warp reads the same key row at once: shared-memory broadcast, no conflicts). The next
+// tile's bf16 rows are in flight by cp.async into staging buffers while a tile is consumed, so
+// prefetching costs no registers.
+//
+// Scratch (MKG_OP_PREFILL_SCRATCH_BYTES, 24 KB used): first the q cos / sin table (32 pairs,
+// 64 queries) float2 [0, 16 KB); then per tile K and V FP32 [0, 16 KB) and the staging of the
+// next tile, bf16 [16 KB, 24 KB) (offsets MKG_OP_PREFILL_*).
+static __device__ __forceinline__ void mkg_op_attention_prefill(const mkg_model_config *cfg, int layer,
+                                                                const __nv_bfloat16 *qkv, int t0, int tcount,
+                                                                int pos0, int g, __nv_bfloat16 *k_cache,
+                                                                __nv_bfloat16 *v_cache, __nv_bfloat16 *attn,
+                                                                unsigned char *scratch, int tid, int bar)
+{
+    const int G = cfg->q_heads / cfg->kv_heads;
+    const int qkv_n = (cfg->q_heads + 2 * cfg->kv_heads) * MKG_OP_HEAD_DIM;
+    const float theta = cfg->rope_theta;
+    const float *s_k = (const float *)(scratch + MKG_OP_PREFILL_K);
+    const float *s_v = (const float *)(scratch + MKG_OP_PREFILL_V);
+    const size_t cbase = mkg_op_cache_base(cfg, layer, 0, g);
+    __nv_bfloat16 *kc = k_cache + cbase, *vc = v_cache + cbase;
+    const __nv_bfloat16 *qkv_k = qkv + (cfg->q_heads + g) * MKG_OP_HEAD_DIM;
+    const __nv_bfloat16 *qkv_v = qkv + (cfg->q_heads + cfg->kv_heads + g) * MKG_OP_HEAD_DIM;
+
+    const int qi = tid & 63, hh = tid >> 6, warp = tid >> 5;
+    const int active = qi < tcount && hh < G;
+    const int pq = pos0 + t0 + qi;                   // this thread's query position
+    const int n_keys = pos0 + t0 + tcount;           // keys 0 .. n_keys - 1 are attended by someone
+    const int ntiles = (n_keys + MKG_OP_PREFILL_KEYS - 1) / MKG_OP_PREFILL_KEYS;
+    // Last key any active query of this warp attends (warp w holds qi = 32 (w & 1) + lane and
+    // head hh = w / 2); -1 for a warp with no active query, which then consumes nothing.
+    const int warp_active = 32 * (warp & 1) < tcount && hh < G;
+    const int warp_last = warp_active ? min(pos0 + t0 + 32 * (warp & 1) + 31, n_keys - 1) : -1;
+
+    mkg_op_prefill_stage(scratch, kc, vc, qkv_k, qkv_v, qkv_n, 0, pos0, n_keys, tid);
+
+    // ---- q: load, rotate at position pq, scale. cos / sin come from a table in scratch,
+    // (32 pairs, 64 queries) float2, filled by the whole group first.
+    // NOTE: the table keeps one copy of the trig code; 32 unrolled cosf / sinf per thread made
+    // the prologue ~14k instructions. Query-minor layout: a warp reads 32 consecutive float2.
+    float2 *s_cs = (float2 *)scratch;
+#pragma unroll 1
+    for (int e = tid; e < 32 * 64; e += MKG_OP_THREADS) {
+        float c, s;
+        mkg_op_rope_cs(pos0 + t0 + (e & 63), e >> 6, theta, &c, &s);
+        s_cs[e] = make_float2(c, s);
+    }
+    mkg_bar_sync(bar, MKG_OP_THREADS);
+    float q[64];
+    if (active) {
+        const uint4 *src = (const uint4 *)(qkv + (size_t)(t0 + qi) * qkv_n + (g * G + hh) * MKG_OP_HEAD_DIM);
+#pragma unroll
+        for (int c = 0; c < 8; ++c)
+            mkg_op_unpack8(__ldcg(src + c), q + 8 * c);
+#pragma unroll
+        for (int i = 0; i < 32; ++i) {
+            const float2 cs = s_cs[i * 64 + qi];
+            float o0, o1;
+            mkg_op_rope_pair(q[i], q[i + 32], cs.x, cs.y, &o0, &o1);
+            q[i] = __fmul_rn(o0 * 0.125f, MKG_OP_LOG2E);
+            q[i + 32] = __fmul_rn(o1 * 0.125f, MKG_OP_LOG2E);
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < 64; ++i)
+            q[i] = 0.0f;
+    }
+    float o[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i)
+        o[i] = 0.0f;
+    float m = -1e30f, l = 0.0f;   // finite start: see mkg_op_attention_decode
+
+    // ---- key tiles.
+    for (int T = 0; T < ntiles; ++T) {
+        const int tile0 = T * MKG_OP_PREFILL_KEYS;
+        mkg_cp_async_wait_all();
+        mkg_bar_sync(bar, MKG_OP_THREADS);   // tile T staged; the previous tile (or the table) consumed
+        mkg_op_prefill_convert(scratch, kc, vc, T, pos0, t0, n_keys, theta, tid);
+        mkg_bar_sync(bar, MKG_OP_THREADS);   // tile T in FP32; staging free
+        if (T + 1 < ntiles)
+            mkg_op_prefill_stage(scratch, kc, vc, qkv_k, qkv_v, qkv_n, T + 1, pos0, n_keys, tid);
+
+        // Consume: blocks of 16 keys; a block past every key this warp's queries attend is
+        // skipped (warp-uniform; keys ascend, so the rest of the tile is skipped too).
+        for (int sb = 0; sb < MKG_OP_PREFILL_KEYS / 16; ++sb) {
+            const int kp0 = tile0 + 16 * sb;
+            if (kp0 > warp_last)
+                break;
+            float s[16];
+#pragma unroll
+            for (int jj = 0; jj < 16; ++jj) {
+                const float4 *kr = (const float4 *)(s_k + (16 * sb + jj) * 64);
+                float a = 0.0f;
+#pragma unroll
+                for (int d4 = 0; d4 < 16; ++d4) {
+                    const float4 k4 = kr[d4];
+                    a = fmaf(q[4 * d4], k4.x, a);
+                    a = fmaf(q[4 * d4 + 1], k4.y, a);
+                    a = fmaf(q[4 * d4 + 2], k4.z, a);
+                    a = fmaf(q[4 * d4 + 3], k4.w, a);
+                }
+                s[jj] = (kp0 + jj <= pq) ? a : -INFINITY;
+            }
+            float mx = s[0];
+#pragma unroll
+            for (int jj = 1; jj < 16; ++jj)
+                mx = fmaxf(mx, s[jj]);
+            const float mn = fmaxf(m, mx);
+            const float sc = exp2f(m - mn);
+            m = mn;
+            l *= sc;
+#pragma unroll
+            for (int i = 0; i < 64; ++i)
+                o[i] *= sc;
+#pragma unroll
+            for (int jj = 0; jj < 16; ++jj) {
+                const float p = exp2f(s[jj] - mn);   // masked keys: exp2f(-inf) = 0
+                const float4 *vr = (const float4 *)(s_v + (16 * sb + jj) * 64);
+                l += p;
+#pragma unroll
+                for (int d4 = 0; d4 < 16; ++d4) {
+                    const float4 v4 = vr[d4];
+                    o[4 * d4] = fmaf(p, v4.x, o[4 * d4]);
+                    o[4 * d4 + 1] = fmaf(p, v4.y, o[4 * d4 + 1]);
+                    o[4 * d4 + 2] = fmaf(p, v4.z, o[4 * d4 + 2]);
+                    o[4 * d4 + 3] = fmaf(p, v4.w, o[4 * d4 + 3]);
+                }
+            }
+        }
+    }
+
+    // ---- output: attn row t0 + qi, head g G + hh.
+    if (active) {
+        const float inv = 1.0f / l;
+        uint4 *dst = (uint4 *)(attn + (size_t)(t0 + qi) * cfg->q_heads * MKG_OP_HEAD_DIM +
+                               (g * G + hh) * MKG_OP_HEAD_DIM);
+#pragma unroll
+        for (int c = 0; c < 8; ++c) {
+            float f[8];
+#pragma unroll
+            for (int i = 0; i < 8; ++i)
+                f[i] = o[8 * c + i] * inv;
+            dst[c] = mkg_op_pack8(f);
+        }
+    }
+    mkg_bar_sync(bar, MKG_OP_THREADS);
+}
+
+#endif /* MKG_MK_OPS_CUH */

@@ -1,0 +1,232 @@
+// cpu_megakernel_graph_test.cc - the megakernel's task list without a GPU: topological
+// order, dependency widths, and a simulation that runs the list on N virtual SMs in
+// random interleavings (each SM takes its items in order, as the kernel deals them) and
+// checks it never deadlocks and never starts an item before every writer of the rows it
+// reads has finished (so "counter reached rows x columns" really means "rows complete").
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <vector>
+
+#include "mkg_mk_graph.h"
+#include "mkgemm.h"
+
+namespace {
+
+mkg_model_config small_config(int layers)
+{
+    mkg_model_config c = mkg_model_config_llama32_1b();
+    c.layers = layers;
+    return c;
+}
+
+// K of the GEMM a table row describes (what its A operand's width must be).
+int gemm_k(const mkg_model_config &c, int row)
+{
+    if (row == MKG_MK_GEMMS_PER_LAYER * c.layers)
+        return c.hidden;
+    switch (row % MKG_MK_GEMMS_PER_LAYER) {
+    case MKG_MK_O: return c.q_heads * c.head_dim;
+    case MKG_MK_DOWN: return c.ffn;
+    default: return c.hidden;
+    }
+}
+
+int gemm_n(const mkg_model_config &c, int row)
+{
+    if (row == MKG_MK_GEMMS_PER_LAYER * c.layers)
+        return c.vocab;
+    switch (row % MKG_MK_GEMMS_PER_LAYER) {
+    case MKG_MK_QKV: return mkg_model_qkv_n(&c);
+    case MKG_MK_GATE_UP: return 2 * c.ffn;
+    default: return c.hidden;
+    }
+}
+
+struct item {
+    int task, index;
+    int r0, r1;                         // input rows read (of the dep task's output)
+    std::vector<std::pair<int, unsigned>> writes;   // (row block, elements)
+    std::vector<std::pair<int, int>> write_rows;    // [r0, r1) written
+};
+
+// Every item of every task at step size m, GEMMs cut by schedule sched[task].
+std::vector<std::vector<item>> enumerate(const mkg_model_config &c, const std::vector<mkg_mk_op> &ops, int m,
+                                         int prefill, const std::vector<int> &sched)
+{
+    std::vector<std::vector<item>> all(ops.size());
+    for (size_t t = 0; t < ops.size(); ++t) {
+        const mkg_mk_op &op = ops[t];
+        if (op.kind == MKG_MK_GEMM) {
+            const mkg_schedule_info *s = mkg_schedule_get(sched[t]);
+            const int n = gemm_n(c, op.table_row);
+            const int tm = (m + s->tile_m - 1) / s->tile_m, tn = (n + s->tile_n - 1) / s->tile_n;
+            for (int u = 0; u < tm * tn; ++u) {
+                const mkg_tile tl = mkg_tile_of_unit(u, tm, tn, s->raster, s->group);
+                item it{(int)t, u, tl.m * s->tile_m, std::min(m, tl.m * s->tile_m + s->tile_m), {}, {}};
+                int cols = std::min(n, tl.n * s->tile_n + s->tile_n) - tl.n * s->tile_n;
+                if (op.out_cols * 2 == n)       // SiLU-mul: half the columns
+                    cols /= 2;
+                for (int r = it.r0; r < it.r1; r = (r / 64 + 1) * 64) {
+                    const int re = std::min(it.r1, (r / 64 + 1) * 64);
+                    it.writes.push_back({r / 64, (unsigned)((re - r) * cols)});
+                }
+                it.write_rows.push_back({it.r0, it.r1});
+                all[t].push_back(it);
+            }
+        } else {
+            const int items = mkg_mk_items(&op, &c, m, prefill);
+            for (int i = 0; i < items; ++i) {
+                item it{(int)t, i, 0, 0, {}, {}};
+                int out_rb;
+                if (op.kind == MKG_MK_NORM) {
+                    it.r0 = 64 * i;
+                    it.r1 = std::min(m, 64 * i + 64);
+                    out_rb = i;
+                    it.writes.push_back({out_rb, (unsigned)((it.r1 - it.r0) * op.out_cols)});
+                    it.write_rows.push_back({it.r0, it.r1});
+                } else {
+                    mkg_mk_attn_rows(&c, m, prefill, i, &it.r0, &it.r1, &out_rb);
+                    it.writes.push_back({out_rb, mkg_mk_attn_elems(&c, m, prefill, i)});
+                    const int w0 = prefill ? 64 * (i / c.kv_heads) : i / c.kv_heads;
+                    const int w1 = prefill ? std::min(m, w0 + 64) : w0 + 1;
+                    it.write_rows.push_back({w0, w1});
+                }
+                all[t].push_back(it);
+            }
+        }
+    }
+    return all;
+}
+
+} // namespace
+
+TEST(MegakernelGraph, TopologicalOrderAndDependencyWidths)
+{
+    const mkg_model_config c = small_config(16);
+    std::vector<mkg_mk_op> ops(mkg_mk_op_count(&c));
+    mkg_mk_graph_build(&c, nullptr, ops.data());
+    int gemms = 0;
+    for (size_t t = 0; t < ops.size(); ++t) {
+        const mkg_mk_op &op = ops[t];
+        ASSERT_LT(op.dep, (int)t) << "task " << t << " reads a later task";
+        if (t == 0)
+            EXPECT_EQ(op.dep, -1) << "the first norm reads the step input";
+        else
+            ASSERT_GE(op.dep, 0) << "task " << t << " has no producer";
+        if (op.dep < 0)
+            continue;
+        const int in_cols = ops[op.dep].out_cols;
+        if (op.kind == MKG_MK_GEMM) {
+            EXPECT_EQ(in_cols, gemm_k(c, op.table_row)) << "task " << t;
+            EXPECT_EQ(op.table_row, gemms++) << "GEMM tasks use table rows in order";
+        } else if (op.kind == MKG_MK_NORM) {
+            EXPECT_EQ(in_cols, c.hidden) << "task " << t;
+        } else {
+            EXPECT_EQ(in_cols, mkg_model_qkv_n(&c)) << "task " << t;
+            EXPECT_EQ(op.out_cols, c.q_heads * c.head_dim);
+        }
+    }
+    EXPECT_EQ(gemms, mkg_mk_table_rows(&c));
+}
+
+// For every (task, row block): the elements all its items write sum to rows x out_cols.
+TEST(MegakernelGraph, DependencyCountsMatchTheirProducers)
+{
+    const mkg_model_config c = small_config(2);
+    std::vector<mkg_mk_op> ops(mkg_mk_op_count(&c));
+    mkg_mk_graph_build(&c, nullptr, ops.data());
+    for (int prefill = 0; prefill < 2; ++prefill)
+        for (int m : {1, 7, 64, 65, 200, 512}) {
+            if (!prefill && m > c.max_batch)
+                continue;
+            for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+                std::vector<int> sched(ops.size(), s);
+                const auto all = enumerate(c, ops, m, prefill, sched);
+                for (size_t t = 0; t < ops.size(); ++t) {
+                    std::map<int, unsigned long long> sum;
+                    for (const item &it : all[t])
+                        for (auto w : it.writes)
+                            sum[w.first] += w.second;
+                    for (int rb = 0; rb < mkg_mk_row_blocks(m); ++rb)
+                        ASSERT_EQ(sum[rb], (unsigned long long)mkg_mk_block_rows(m, rb) * ops[t].out_cols)
+                            << "task " << t << " rb " << rb << " m " << m << " prefill " << prefill << " sched " << s;
+                }
+            }
+        }
+}
+
+TEST(MegakernelGraph, RandomInterleavingsNeverDeadlockNorRunEarly)
+{
+    const mkg_model_config c = small_config(3);
+    std::vector<mkg_mk_op> ops(mkg_mk_op_count(&c));
+    mkg_mk_graph_build(&c, nullptr, ops.data());
+    std::mt19937 rng(12345);
+    int runs = 0;
+    for (int prefill = 0; prefill < 2; ++prefill)
+        for (int m : {1, 8, 64, 300}) {
+            if (!prefill && m > c.max_batch)
+                continue;
+            for (int sms : {1, 7, 132}) {
+                for (int rep = 0; rep < 4; ++rep, ++runs) {
+                    std::vector<int> sched(ops.size());
+                    for (auto &s : sched)
+                        s = (int)(rng() % MKG_SCHED_COUNT);
+                    const auto all = enumerate(c, ops, m, prefill, sched);
+                    // Deal items to SMs exactly as the kernel does.
+                    std::vector<std::vector<const item *>> queue(sms);
+                    int base = 0;
+                    for (size_t t = 0; t < ops.size(); ++t) {
+                        for (size_t i = 0; i < all[t].size(); ++i)
+                            queue[(base + i) % sms].push_back(&all[t][i]);
+                        base = (int)((base + all[t].size()) % sms);
+                    }
+                    std::vector<unsigned long long> counter(ops.size() * 64, 0);
+                    // Writers of each output row, counted from the items (independent of the counters).
+                    std::vector<std::vector<int>> writers(ops.size(), std::vector<int>(m, 0));
+                    std::vector<std::vector<int>> written(ops.size(), std::vector<int>(m, 0));
+                    for (size_t t = 0; t < ops.size(); ++t)
+                        for (const item &it : all[t])
+                            for (auto wr : it.write_rows)
+                                for (int r = wr.first; r < wr.second; ++r)
+                                    ++writers[t][r];
+                    std::vector<size_t> next(sms, 0);
+                    size_t left = 0;
+                    for (auto &q : queue)
+                        left += q.size();
+                    while (left) {
+                        std::vector<int> ready;
+                        for (int s = 0; s < sms; ++s) {
+                            if (next[s] == queue[s].size())
+                                continue;
+                            const item *it = queue[s][next[s]];
+                            const mkg_mk_op &op = ops[it->task];
+                            bool ok = true;
+                            for (int rb = it->r0 / 64; op.dep >= 0 && ok && rb * 64 < it->r1; ++rb)
+                                ok = counter[op.dep * 64 + rb] >=
+                                     (unsigned long long)mkg_mk_block_rows(m, rb) * ops[op.dep].out_cols;
+                            if (ok)
+                                ready.push_back(s);
+                        }
+                        ASSERT_FALSE(ready.empty()) << "deadlock: m " << m << " prefill " << prefill << " sms " << sms;
+                        const int s = ready[rng() % ready.size()];
+                        const item *it = queue[s][next[s]++];
+                        const mkg_mk_op &op = ops[it->task];
+                        // Every row it reads has had all of its writers finish.
+                        for (int r = it->r0; op.dep >= 0 && r < it->r1; ++r)
+                            ASSERT_EQ(written[op.dep][r], writers[op.dep][r])
+                                << "task " << it->task << " item " << it->index << " ran before row " << r
+                                << " of task " << op.dep << " was complete";
+                        for (auto w : it->writes)
+                            counter[it->task * 64 + w.first] += w.second;
+                        for (auto wr : it->write_rows)
+                            for (int r = wr.first; r < wr.second; ++r)
+                                ++written[it->task][r];
+                        --left;
+                    }
+                }
+            }
+        }
+    EXPECT_GT(runs, 50);
+}
