@@ -73,8 +73,11 @@ fi
 if has mk; then
   say "megakernel demo"
   timeout 600 "$build"/megakernel/mkg_demo --out "$out/megakernel.json" --trace "$out/trace_decode_b1.json" \
-    --commit "$commit" ${MKG_MK_ARGS:-} >"$out/mk.txt" 2>&1
+    --trace-prefill /tmp/trace_prefill.json --commit "$commit" ${MKG_MK_ARGS:-} >"$out/mk.txt" 2>&1
   say "mkg_demo rc=$?"; tail -14 "$out/mk.txt" | tee -a "$log"
+  for t in "$out/trace_decode_b1.json" /tmp/trace_prefill.json; do
+    [ -f "$t" ] && python3 "$root/tools/trace_summary.py" "$t" >>"$out/mk.txt" 2>&1
+  done
 fi
 
 if has bench; then

@@ -55,7 +55,7 @@ static __device__ __forceinline__ bool mkg_dep_wait(const unsigned int *ctr, uns
 
 // One thread: waits for rows [r0, r1) of an m-row tensor whose blocks are complete at
 // rows(rb) * per_row. False on a stall.
-static __device__ __noinline__ bool mkg_dep_wait_rows(const unsigned int *ctr, unsigned int per_row, int m, int r0,
+static __device__ __forceinline__ bool mkg_dep_wait_rows(const unsigned int *ctr, unsigned int per_row, int m, int r0,
                                                          int r1, unsigned int *stall, unsigned int tag,
                                                          unsigned long long timeout_ns)
 {

@@ -20,8 +20,23 @@ static __device__ __forceinline__ int mkg_dispatch_fail(unsigned int *err, int l
     return -1;
 }
 
+// 1 if schedule s folds K chunks (wgmma N <= MKG_CHUNKED_MAX_WN): callers with a chunk
+// step loop (the megakernel) run those rows only.
+static __device__ __forceinline__ int mkg_dispatch_chunk_capable(int s)
+{
+    switch (s) {
+#define MKG_X_CAPABLE(name, tm, tn, tk, st, raster, group, swap, split) \
+    case MKG_SCHED_##name: return mkg_shape<tm, tn, tk, st, swap>::CHUNKED;
+        MKG_SCHEDULE_LIST(MKG_X_CAPABLE)
+#undef MKG_X_CAPABLE
+    default: return 0;
+    }
+}
+
 // Schedule of `layer` at its current M (stored in *m), or -1 after recording why not.
-template <int DT>
+// CHUNKS = 0: the caller runs one-chunk layers (mkg_dispatch_consume); CHUNKS = 1: it
+// steps through chunks (mkg_dispatch_consume_step) and runs chunk-capable rows only.
+template <int DT, int CHUNKS = 0>
 static __device__ __forceinline__ int mkg_dispatch_pick(const mkg_layer_dev *rows, int count, const int *m_cur,
                                                         int layer, unsigned int *err, int *m)
 {
@@ -35,13 +50,13 @@ static __device__ __forceinline__ int mkg_dispatch_pick(const mkg_layer_dev *row
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_M_RANGE);
     if (r->params.in_type != DT)
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_BAD_DTYPE);
-    if (mkg_chunk_count(r->params.k, r->params.kc) > 1)
+    if (!CHUNKS && mkg_chunk_count(r->params.k, r->params.kc) > 1)
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_CHUNKED);
     const int b = mkg_bucket_of(*m);
     if (b >= r->buckets || b >= MKG_MAX_BUCKETS)
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_M_RANGE);
     const int s = r->schedule[b];
-    if (s >= MKG_SCHED_COUNT)
+    if (s >= MKG_SCHED_COUNT || (CHUNKS && !mkg_dispatch_chunk_capable(s)))
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_BAD_SCHEDULE);
     return s;
 }
@@ -52,13 +67,13 @@ static __device__ __forceinline__ int mkg_dispatch_units(const mkg_gemm_params *
 // Starts `layer` for one role: picks its schedule, switches the ring to it and
 // returns the schedule with its params, M and unit count; -1 when the layer is
 // skipped (the error word says why).
-template <int DT>
+template <int DT, int CHUNKS = 0>
 static __device__ __forceinline__ int mkg_dispatch_begin(const mkg_layer_dev *rows, int count, const int *m_cur,
                                                          int layer, unsigned int *err, mkg_ring *r,
                                                          const mkg_smem *sm, int producer,
                                                          const mkg_gemm_params **p, int *m, int *units)
 {
-    const int s = mkg_dispatch_pick<DT>(rows, count, m_cur, layer, err, m);
+    const int s = mkg_dispatch_pick<DT, CHUNKS>(rows, count, m_cur, layer, err, m);
     if (s < 0)
         return -1;
     *p = &rows[layer].params;
@@ -79,13 +94,16 @@ static __device__ __forceinline__ int mkg_dispatch_units(const mkg_gemm_params *
     }
 }
 
-// Producer thread: the TMA loads of one unit of schedule s. A megakernel GEMM's
-// dependency wait sits here, once, between the two halves of the unit's loads.
+// Producer thread: the TMA loads of one unit of schedule s. DEPS = 1 (megakernels):
+// a GEMM's dependency wait sits here, once, between the two halves of the unit's loads.
+// NOTE: DEPS = 0 keeps the wait out of one-GEMM dispatch kernels, whose producer runs
+// under a 40-register setmaxnreg budget (the wait path spilled there).
+template <int DEPS = 0>
 static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_params *p, int s, int m, int unit,
                                                             mkg_ring *r, const mkg_smem *sm)
 {
     int pre = 0;
-    if (p->deps.wait) {
+    if (DEPS && p->deps.wait) {
         int row0 = 0, row1 = 0;
         switch (s) {
 #define MKG_X_B_FIRST(name, tm, tn, tk, st, raster, group, swap, split)                                         \
@@ -125,6 +143,39 @@ static __device__ __forceinline__ void mkg_dispatch_consume(const mkg_gemm_param
         MKG_SCHEDULE_LIST(MKG_X_CONSUME)
 #undef MKG_X_CONSUME
     default: break;
+    }
+}
+
+// Consumer warpgroup wg: chunk c of unit `unit` of a chunk-capable schedule s (one step
+// of a flat (unit, chunk) loop, see mkg_gemm_consume_step). d and tot hold
+// MKG_CHUNKED_MAX_WN / 2 floats each; a schedule uses the first WN / 2.
+template <int DT>
+static __device__ __forceinline__ void mkg_dispatch_consume_step(const mkg_gemm_params *p, int s, int m, int unit,
+                                                                 int c, mkg_ring *r, const mkg_smem *sm, int wg,
+                                                                 float *d, float *tot)
+{
+    switch (s) {
+#define MKG_X_STEP(name, tm, tn, tk, st, raster, group, swap, split)                                            \
+    case MKG_SCHED_##name:                                                                                       \
+        if constexpr (mkg_shape<tm, tn, tk, st, swap>::CHUNKED)                                                  \
+            mkg_gemm_consume_step<DT, tm, tn, tk, st, swap, false>(p, m, unit, c, raster, group, split, r, sm, wg, \
+                                                                   d, tot);                                      \
+        break;
+        MKG_SCHEDULE_LIST(MKG_X_STEP)
+#undef MKG_X_STEP
+    default: break;
+    }
+}
+
+// Split count of schedule s (the SPLIT column).
+static __device__ __forceinline__ int mkg_dispatch_split(int s)
+{
+    switch (s) {
+#define MKG_X_SPLIT(name, tm, tn, tk, st, raster, group, swap, split) \
+    case MKG_SCHED_##name: return split;
+        MKG_SCHEDULE_LIST(MKG_X_SPLIT)
+#undef MKG_X_SPLIT
+    default: return 1;
     }
 }
 

@@ -262,9 +262,11 @@ static __device__ __forceinline__ float mkg_load1_cg(const void *a, long long id
     }
 }
 
+// NOTE: fast exp and divide: the IEEE divide's slow-path subroutine call, once per output
+// pair in every fused tile, cost registers (spills) in the megakernel.
 static __device__ __forceinline__ float mkg_silu_mul(float gate, float up)
 {
-    return gate / (1.0f + expf(-gate)) * up;
+    return __fdividef(gate, 1.0f + __expf(-gate)) * up;
 }
 
 // Direct stores of STORE, RESIDUAL or SILU_MUL (same fragment walk as mkg_epilogue_store_as).
@@ -380,13 +382,17 @@ static __device__ __forceinline__ void mkg_epilogue_store(const mkg_gemm_params 
         }
         return;
     }
-    switch (p->c_type) {
-    case MKG_DTYPE_BF16: mkg_epilogue_fused_as<WN, SWAP, MKG_DTYPE_BF16>(p, m, d, x0, y0); break;
-    case MKG_DTYPE_FP16: mkg_epilogue_fused_as<WN, SWAP, MKG_DTYPE_FP16>(p, m, d, x0, y0); break;
-    default:             mkg_epilogue_fused_as<WN, SWAP, MKG_DTYPE_FP32>(p, m, d, x0, y0); break;
+    // NOTE: fused epilogues exist for chunk-capable rows only (wgmma N <= 128; the host
+    // refuses other rows for them): in the 128-accumulator rows the extra paths spilled.
+    if constexpr (WN <= MKG_CHUNKED_MAX_WN) {
+        switch (p->c_type) {
+        case MKG_DTYPE_BF16: mkg_epilogue_fused_as<WN, SWAP, MKG_DTYPE_BF16>(p, m, d, x0, y0); break;
+        case MKG_DTYPE_FP16: mkg_epilogue_fused_as<WN, SWAP, MKG_DTYPE_FP16>(p, m, d, x0, y0); break;
+        default:             mkg_epilogue_fused_as<WN, SWAP, MKG_DTYPE_FP32>(p, m, d, x0, y0); break;
+        }
+        if (p->deps.done)
+            mkg_epilogue_signal<WN, SWAP>(p, m, x0, y0, wg);
     }
-    if (p->deps.done)
-        mkg_epilogue_signal<WN, SWAP>(p, m, x0, y0, wg);
 }
 
 #endif /* MKG_EPILOGUE_SM90_CUH */

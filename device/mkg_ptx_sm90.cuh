@@ -74,6 +74,13 @@ static __device__ __forceinline__ void mkg_tma_load_2d(uint32_t dst, const CUten
                  ::"r"(dst), "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
 
+// Prefetches the box at {c0, c1} into L2 (no shared memory, no completion).
+static __device__ __forceinline__ void mkg_tma_prefetch_l2_2d(const CUtensorMap *map, int c0, int c1)
+{
+    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];"
+                 ::"l"((uint64_t)map), "r"(c0), "r"(c1) : "memory");
+}
+
 // 2-D tile store of shared memory at src into the box at {c0, c1}; elements
 // outside the tensor are not written. Completes as part of a bulk async-group.
 static __device__ __forceinline__ void mkg_tma_store_2d(const CUtensorMap *map, uint32_t src, int c0, int c1)

@@ -26,7 +26,16 @@ static mkg_status mkg_fill_row(const mkg_layer_desc *l, const mkg_layer_plan *pl
 {
     mkg_gemm_desc d = mkg_layer_gemm_desc(l, l->m_max, plan->kc);
     *workspace = NULL;
-    const size_t ws = mkg_gemm_workspace_bytes(&d);
+    /* Partials for the split schedules the plan actually uses, at their buckets' M
+     * (covering every schedule at m_max would be hundreds of MB for wide layers). */
+    size_t part = 0;
+    for (int b = 0; b < plan->buckets && b < MKG_MAX_BUCKETS; ++b) {
+        const int mb = mkg_bucket_upper(b) < l->m_max ? mkg_bucket_upper(b) : l->m_max;
+        const size_t w = mkg_schedule_workspace_bytes(plan->schedule[b], mb, l->n, l->k, plan->kc);
+        if (w && w - mkg_workspace_counter_bytes(mb, l->n) > part)
+            part = w - mkg_workspace_counter_bytes(mb, l->n);
+    }
+    const size_t ws = part ? mkg_workspace_counter_bytes(d.m, d.n) + part : 0;
     if (ws) {
         if (cudaMalloc(workspace, ws) != cudaSuccess)
             return MKG_ERR_OUT_OF_MEMORY;

@@ -103,8 +103,10 @@ mkg_status mkg_schedule_check(const mkg_gemm_desc *d, int s)
     /* NOTE: every row stages 128-byte rows of 16-bit elements (TK = 64). */
     if (!mkg_is_input_dtype(d->a_type) || info->tile_k * 2 != 128)
         return MKG_ERR_SCHEDULE_INELIGIBLE;
-    /* More than one K chunk needs a kernel compiled with the chunk fold (wgmma N <= 128). */
-    if (mkg_chunk_count(d->k, d->kc) > 1 && mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN)
+    /* More than one K chunk needs a kernel compiled with the chunk fold (wgmma N <= 128);
+     * so do fused epilogues and megakernel dependencies (see mkg_epilogue_store). */
+    const int needs_chunk_row = mkg_chunk_count(d->k, d->kc) > 1 || d->epilogue != MKG_EPI_STORE || d->deps.done;
+    if (needs_chunk_row && mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN)
         return MKG_ERR_SCHEDULE_INELIGIBLE;
     return MKG_OK;
 }

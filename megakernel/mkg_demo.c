@@ -1,6 +1,7 @@
 /* mkg_demo.c - main of mkg_demo, the README's demo: the sample megakernel.
  *
- *   mkg_demo [--layers N] [--out megakernel.json] [--trace trace.json] [--commit STR] [--replays N]
+ *   mkg_demo [--layers N] [--out megakernel.json] [--trace trace.json] [--trace-prefill trace.json]
+ *            [--commit STR] [--replays N]
  *
  * Plans the Llama-3.2-1B-shaped model (random weights from a seed) and prints every
  * GEMM's schedule per step size. On a compute-capability-9.0 GPU it then runs decode
@@ -27,14 +28,14 @@ static const mkg_mk_case mkg_demo_cases[] = {
 
 typedef struct mkg_demo_args {
     int layers, replays;
-    const char *out, *trace, *commit;
+    const char *out, *trace, *trace_prefill, *commit;
 } mkg_demo_args;
 
 static void mkg_demo_parse(int argc, char **argv, mkg_demo_args *a)
 {
     a->layers = 16;
     a->replays = 20;
-    a->out = a->trace = NULL;
+    a->out = a->trace = a->trace_prefill = NULL;
     a->commit = getenv("MKG_COMMIT") ? getenv("MKG_COMMIT") : "unknown";
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--layers"))
@@ -45,6 +46,8 @@ static void mkg_demo_parse(int argc, char **argv, mkg_demo_args *a)
             a->out = argv[i + 1];
         else if (!strcmp(argv[i], "--trace"))
             a->trace = argv[i + 1];
+        else if (!strcmp(argv[i], "--trace-prefill"))
+            a->trace_prefill = argv[i + 1];
         else if (!strcmp(argv[i], "--commit"))
             a->commit = argv[i + 1];
     }
@@ -131,14 +134,18 @@ int main(int argc, char **argv)
         fflush(stdout);
         if (json)
             mkg_demo_json_row(json, i == 0, &cfg, k, &r, copy);
-        if (args.trace && i == 0) {
-            /* one more batch-1 decode step with the device timeline on */
+        const int last = i == cases - 1;
+        const char *trace = i == 0 ? args.trace : last ? args.trace_prefill : NULL;
+        if (trace) {
+            /* the same step once more with the device timeline on */
             mkg_mk *mk = mkg_mk_runner_mk(run);
-            if (mkg_mk_set_timeline(mk, 512) == MKG_OK && mkg_mk_runner_inputs(run, k, 7) == 0 &&
-                mkg_mk_step(mk, k->tokens, 0, 0, k->lm_head, mkg_mk_runner_stream(run)) == MKG_OK &&
+            const int prefill = strcmp(k->phase, "prefill") == 0;
+            if (mkg_mk_set_timeline(mk, prefill ? 4096 : 512) == MKG_OK && mkg_mk_runner_inputs(run, k, 7) == 0 &&
+                mkg_mk_step(mk, k->tokens, prefill, prefill ? k->pos : 0, k->lm_head, mkg_mk_runner_stream(run)) ==
+                    MKG_OK &&
                 mkg_mk_check(mk, mkg_mk_runner_stream(run), NULL, NULL) == MKG_OK &&
-                mkg_mk_write_trace(mk, args.trace) == MKG_OK)
-                printf("         (timeline of this step written to %s)\n", args.trace);
+                mkg_mk_write_trace(mk, trace) == MKG_OK)
+                printf("         (timeline of this step written to %s)\n", trace);
             mkg_mk_set_timeline(mk, 0);
         }
     }

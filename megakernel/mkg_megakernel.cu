@@ -14,12 +14,17 @@
 #include "mkg_deps_sm90.cuh"
 #include "mkg_dispatch_sm90.cuh"
 #include "mkg_megakernel.h"
+#include "mkg_mk_norm.cuh"
 #include "mkg_mk_ops.cuh"
 
 #define MKG_MK_BAR 3                    /* named barrier of the 256 consumer threads (1, 2: epilogues) */
+#define MKG_MK_PRODUCER_REGS 56
+#define MKG_MK_CONSUMER_REGS 224
+
+static_assert(128 * MKG_MK_PRODUCER_REGS + 256 * MKG_MK_CONSUMER_REGS <= 65536, "register split exceeds the file");
 
 static_assert(MKG_OP_THREADS == 128 * MKG_LAUNCH_CONSUMERS, "ops run on the consumer warpgroups");
-static_assert(MKG_OP_PREFILL_SCRATCH_BYTES + 16 <= MKG_LAUNCH_EPI_BYTES, "op scratch + flag fit the staging area");
+static_assert(MKG_OP_PREFILL_SCRATCH_BYTES + 48 <= MKG_LAUNCH_EPI_BYTES, "op scratch, norm sums and flag fit the staging area");
 
 // First item of a task on this CTA, when the task's items start at CTA `base`.
 static __device__ __forceinline__ int mkg_mk_first(int base)
@@ -73,8 +78,9 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
     const bool ok = *flag != 0;
     if (ok) {
         if (op->kind == MKG_MK_NORM) {
-            mkg_op_rmsnorm((const __nv_bfloat16 *)op->src, (const __nv_bfloat16 *)op->weight,
-                           (__nv_bfloat16 *)op->dst, r0, r1 - r0, c->hidden, c->norm_eps, tid, MKG_MK_BAR);
+            mkg_op_rmsnorm_rows((const __nv_bfloat16 *)op->src, (const __nv_bfloat16 *)op->weight,
+                                (__nv_bfloat16 *)op->dst, r0, r1 - r0, c->hidden, c->norm_eps,
+                                (float *)(scratch + MKG_LAUNCH_EPI_BYTES - 48), tid, MKG_MK_BAR);
         } else {
             const int qkv_n = mkg_model_qkv_n(c);
             const __nv_bfloat16 *qkv = (const __nv_bfloat16 *)a->qkv + (size_t)op->layer * c->max_tokens * qkv_n;
@@ -106,8 +112,10 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
     __syncthreads();
     const int grid = (int)gridDim.x;
     mkg_ring ring = mkg_ring_start();
+    // NOTE: the megakernel's own register split: its producer runs dependency waits,
+    // which do not fit the library's 40-register producer budget (ptxas ignored it).
     if (threadIdx.x < 128) {
-        mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
+        mkg_setmaxnreg_dec<MKG_MK_PRODUCER_REGS>();
         if (threadIdx.x == 0) {
             int base = 0;
             for (int o = 0; o < a.ops_run; ++o) {
@@ -116,11 +124,11 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                 if (op.kind == MKG_MK_GEMM) {
                     const mkg_gemm_params *p;
                     int m, units;
-                    const int s = mkg_dispatch_begin<MKG_DTYPE_BF16>(a.rows, a.row_count, a.m_cur, op.table_row,
-                                                                     a.dispatch_err, &ring, &sm, 1, &p, &m, &units);
+                    const int s = mkg_dispatch_begin<MKG_DTYPE_BF16, 1>(a.rows, a.row_count, a.m_cur, op.table_row,
+                                                                        a.dispatch_err, &ring, &sm, 1, &p, &m, &units);
                     items = s < 0 ? 0 : units;
                     for (int u = mkg_mk_first(base); u < items; u += grid)
-                        mkg_dispatch_produce(p, s, m, u, &ring, &sm);
+                        mkg_dispatch_produce<1>(p, s, m, u, &ring, &sm);
                 } else {
                     items = mkg_mk_items(&op, &a.cfg, a.m, a.prefill);
                 }
@@ -128,9 +136,10 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
             }
         }
     } else {
-        mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
+        mkg_setmaxnreg_inc<MKG_MK_CONSUMER_REGS>();
         const int wg = threadIdx.x / 128 - 1, tid = threadIdx.x - 128;
         unsigned char *scratch = mkg_dyn_smem + (sm.epi - mkg_smem_addr(mkg_dyn_smem));
+        float d[MKG_CHUNKED_MAX_WN / 2], tot[MKG_CHUNKED_MAX_WN / 2];   // chunk accumulators, chunk fold
         int base = 0, stamps = 0;
         for (int o = 0; o < a.ops_run; ++o) {
             const mkg_mk_op op = a.ops[o];
@@ -138,14 +147,32 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
             if (op.kind == MKG_MK_GEMM) {
                 const mkg_gemm_params *p;
                 int m, units;
-                const int s = mkg_dispatch_begin<MKG_DTYPE_BF16>(a.rows, a.row_count, a.m_cur, op.table_row,
-                                                                 a.dispatch_err, &ring, &sm, 0, &p, &m, &units);
+                const int s = mkg_dispatch_begin<MKG_DTYPE_BF16, 1>(a.rows, a.row_count, a.m_cur, op.table_row,
+                                                                    a.dispatch_err, &ring, &sm, 0, &p, &m, &units);
                 items = s < 0 ? 0 : units;
-                for (int u = mkg_mk_first(base); u < items; u += grid) {
-                    const uint64_t t0 = a.timeline ? mkg_globaltimer() : 0;
-                    mkg_dispatch_consume<MKG_DTYPE_BF16>(p, s, m, u, &ring, &sm, wg);
-                    if (tid == 0)
-                        mkg_mk_stamp(&a, &stamps, o, u, t0);
+                // NOTE: zeroed per task so the accumulators are dead between GEMM tasks.
+#pragma unroll
+                for (int i = 0; i < MKG_CHUNKED_MAX_WN / 2; ++i)
+                    d[i] = tot[i] = 0.0f;
+                // One flat loop over (unit, chunk) steps (see mkg_gemm_consume_step).
+                const int split = s < 0 ? 1 : mkg_dispatch_split(s);
+                int u = mkg_mk_first(base), c = 0, c_end = 0;
+                uint64_t t0 = 0;
+                if (u < items) {
+                    mkg_unit_chunk_range(p, u, split, &c, &c_end);
+                    t0 = a.timeline ? mkg_globaltimer() : 0;
+                }
+                while (u < items) {
+                    mkg_dispatch_consume_step<MKG_DTYPE_BF16>(p, s, m, u, c, &ring, &sm, wg, d, tot);
+                    if (++c == c_end) {
+                        if (tid == 0)
+                            mkg_mk_stamp(&a, &stamps, o, u, t0);
+                        u += grid;
+                        if (u < items) {
+                            mkg_unit_chunk_range(p, u, split, &c, &c_end);
+                            t0 = a.timeline ? mkg_globaltimer() : 0;
+                        }
+                    }
                 }
             } else {
                 items = mkg_mk_items(&op, &a.cfg, a.m, a.prefill);

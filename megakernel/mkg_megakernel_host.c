@@ -54,6 +54,10 @@ static mkg_layer_desc mkg_mk_layer(int n, int k, const void *a, long long lda, c
     }
     l.m_max = m_max;
     l.mode = MKG_MODE_INVARIANT;
+    /* NOTE: K chunks of 512 (K = 2048) or 1024 (K = 8192) let decode steps split K over
+     * enough SMs to stream the weights (an N = 2048 layer has only 16 tiles of 128);
+     * the chunk is the layer's, so the bits do not depend on M or the schedule. */
+    l.kc = k <= 4096 ? 512 : 1024;
     return l;
 }
 

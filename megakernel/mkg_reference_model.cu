@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "mkg_mk_ops.cuh"
+#include "mkg_mk_norm.cuh"
 #include "mkg_reference_model.h"
 
 #define MKG_REF_BAR 1                           /* named barrier id of the op wrappers */
@@ -25,8 +26,9 @@ __global__ void __launch_bounds__(MKG_OP_THREADS)
     mkg_ref_rmsnorm_kernel(const __nv_bfloat16 *x, const __nv_bfloat16 *g, __nv_bfloat16 *y, int rows, int h,
                            float eps)
 {
+    __shared__ float red[MKG_OP_THREADS / 32];
     const int row0 = blockIdx.x * MKG_REF_NORM_ROWS;
-    mkg_op_rmsnorm(x, g, y, row0, min(MKG_REF_NORM_ROWS, rows - row0), h, eps, threadIdx.x, MKG_REF_BAR);
+    mkg_op_rmsnorm_rows(x, g, y, row0, min(MKG_REF_NORM_ROWS, rows - row0), h, eps, red, threadIdx.x, MKG_REF_BAR);
 }
 
 // One CTA per (token blockIdx.x, KV head blockIdx.y); token i is sequence i at position pos[i].

@@ -135,9 +135,13 @@ TEST_F(Megakernel, ForcedStallIsACleanErrorWithinASecond)
     unsigned int stall[4], derr = 0;
     EXPECT_EQ(mkg_mk_check(mk, s, stall, &derr), MKG_ERR_STALLED);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    EXPECT_EQ((int)stall[0] - 1, task) << "the stall record names the task";
+    // The forced task, or the GEMM right after it (its producer starts waiting first, while
+    // it prefetches weights), is the one whose wait runs out.
+    const int who = (int)stall[0] - 1;
+    EXPECT_TRUE(who == task || who == task + 1) << "the stall record names task " << who;
     EXPECT_EQ(stall[1], 0u) << "row block";
-    EXPECT_EQ(stall[2], 8u * c.hidden + 1u) << "target";
+    EXPECT_EQ(stall[2], 8u * c.hidden + (who == task ? 1u : 0u)) << "target";
+    EXPECT_LT(stall[3], stall[2]) << "value seen";
     EXPECT_EQ(derr, 0u);
     EXPECT_LT(secs, 1.0) << "the kernel returned after " << secs << " s";
     printf("[ report   ] forced stall on task %u came back in %.3f s (target %u, seen %u)\n", stall[0] - 1, secs,

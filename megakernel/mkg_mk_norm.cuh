@@ -1,0 +1,92 @@
+/* mkg_mk_norm.cuh - RMSNorm of a few rows on a group of 256 threads, with one
+ * canonical reduction order whatever the number of rows (batch invariance).
+ *
+ * The row's 16-byte chunks c = 0, 1, ... belong to virtual thread v = c % 256; v sums
+ * its chunks in increasing c (8 elements each, fmaf in order); the 32 v of virtual warp
+ * w = v / 32 are combined by an xor butterfly; the 8 warp sums are added w = 0, 1, ...
+ * Fewer than 8 rows: every thread is one virtual thread of the current row (all 256
+ * threads on one row, fast at decode batch 1). 8 rows or more: each warp takes a row and
+ * each lane plays v = lane + 32 w for w = 0..7. Both paths give the same bits.
+ */
+#ifndef MKG_MK_NORM_CUH
+#define MKG_MK_NORM_CUH
+
+#include "mkg_mk_ops.cuh"
+
+// Partial sum of squares of virtual thread v of one row (x: the row, chunks = h / 8).
+static __device__ __forceinline__ float mkg_norm_partial(const uint4 *x, int chunks, int v)
+{
+    float ss = 0.0f;
+    for (int c = v; c < chunks; c += MKG_OP_THREADS) {
+        float f[8];
+        mkg_op_unpack8(__ldcg(x + c), f);
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+            ss = fmaf(f[i], f[i], ss);
+    }
+    return ss;
+}
+
+static __device__ __forceinline__ float mkg_norm_butterfly(float ss)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        ss += __shfl_xor_sync(0xFFFFFFFFu, ss, o);
+    return ss;
+}
+
+// y = bf16(x * rsqrt(mean(x^2) + eps) * g) for the chunks of virtual threads v0, v0 + step, ...
+static __device__ __forceinline__ void mkg_norm_scale(const uint4 *x, const uint4 *g, uint4 *y, int chunks, int v0,
+                                                      int step, float rs)
+{
+    for (int c = v0; c < chunks; c += step) {
+        float f[8], w[8];
+        mkg_op_unpack8(__ldcg(x + c), f);
+        mkg_op_unpack8(__ldg(g + c), w);
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+            f[i] = __fmul_rn(__fmul_rn(f[i], rs), w[i]);
+        y[c] = mkg_op_pack8(f);
+    }
+}
+
+// Rows row0 .. row0+rows-1 of x (row stride h, a multiple of 8) into y. red: 8 floats
+// of shared memory. Ends with a group barrier.
+static __device__ __forceinline__ void mkg_op_rmsnorm_rows(const __nv_bfloat16 *x, const __nv_bfloat16 *g,
+                                                           __nv_bfloat16 *y, int row0, int rows, int h, float eps,
+                                                           float *red, int tid, int bar)
+{
+    const int warp = tid >> 5, lane = tid & 31, chunks = h >> 3;
+    const uint4 *gw = (const uint4 *)g;
+    if (rows < 8) {
+        for (int r = 0; r < rows; ++r) {
+            const uint4 *xr = (const uint4 *)(x + (size_t)(row0 + r) * h);
+            const float s = mkg_norm_butterfly(mkg_norm_partial(xr, chunks, tid));
+            if (lane == 0)
+                red[warp] = s;
+            mkg_bar_sync(bar, MKG_OP_THREADS);
+            float ss = red[0];
+#pragma unroll
+            for (int w = 1; w < MKG_OP_THREADS / 32; ++w)
+                ss += red[w];
+            const float rs = rsqrtf(ss / (float)h + eps);
+            mkg_norm_scale(xr, gw, (uint4 *)(y + (size_t)(row0 + r) * h), chunks, tid, MKG_OP_THREADS, rs);
+            mkg_bar_sync(bar, MKG_OP_THREADS);          // red is reused by the next row
+        }
+    } else {
+        for (int r = warp; r < rows; r += MKG_OP_THREADS / 32) {
+            const uint4 *xr = (const uint4 *)(x + (size_t)(row0 + r) * h);
+            float ss = 0.0f;
+#pragma unroll
+            for (int w = 0; w < MKG_OP_THREADS / 32; ++w) {
+                const float s = mkg_norm_butterfly(mkg_norm_partial(xr, chunks, lane + 32 * w));
+                ss = w == 0 ? s : ss + s;
+            }
+            const float rs = rsqrtf(ss / (float)h + eps);
+            mkg_norm_scale(xr, gw, (uint4 *)(y + (size_t)(row0 + r) * h), chunks, lane, 32, rs);
+        }
+        mkg_bar_sync(bar, MKG_OP_THREADS);
+    }
+}
+
+#endif /* MKG_MK_NORM_CUH */
