@@ -137,23 +137,219 @@ static __device__ __forceinline__ void mkg_op_rope_pair(float x0, float x1, floa
 
 // ---- decode attention --------------------------------------------------------------------
 
+// Tensor-core helpers of the decode op (PTX ISA: warp-level matrix instructions, mma.sync
+// m16n8k16 .bf16 with FP32 accumulation, and movmatrix). Fragments, for lane = 4 gid + tig:
+//   A (16 x 16, row):  reg 0 (row gid, cols 2 tig, 2 tig + 1), reg 1 (row gid + 8, same cols),
+//                      reg 2 (row gid, cols 2 tig + 8, + 9), reg 3 (row gid + 8, cols + 8)
+//   B (16 x 8, col):   reg 0 (rows 2 tig, 2 tig + 1, col gid), reg 1 (rows + 8)
+//   C (16 x 8, FP32):  c0, c1 (row gid, cols 2 tig, 2 tig + 1), c2, c3 (row gid + 8)
+// A register holds its two bf16 in order: the lower column (A) or row (B) in the low half.
+static __device__ __forceinline__ void mkg_op_mma_bf16(float d[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                                       uint32_t b0, uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/* Transposes an 8 x 8 bf16 matrix held in the C / A-row layout (lane: row gid, cols 2 tig,
+ * 2 tig + 1): afterwards the lane holds rows 2 tig, 2 tig + 1 of column gid. */
+static __device__ __forceinline__ uint32_t mkg_op_movmatrix_trans(uint32_t x)
+{
+    uint32_t y;
+    asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(y) : "r"(x));
+    return y;
+}
+
+static __device__ __forceinline__ uint32_t mkg_op_word(uint4 u, int i)   // i a constant after unrolling
+{
+    return i == 0 ? u.x : i == 1 ? u.y : i == 2 ? u.z : u.w;
+}
+
+/* bf16x2 of (a, b) (a in the low half) when lo == 0; else of the remainders a - bf16(a),
+ * b - bf16(b) (exact in FP32), so hi + lo carries a and b to about 2^-17 relative. */
+static __device__ __forceinline__ uint32_t mkg_op_split_pack(float a, float b, bool lo)
+{
+    const uint32_t h = mkg_op_pack2(a, b);
+    const uint32_t r = mkg_op_pack2(a - __uint_as_float(h << 16), b - __uint_as_float(h & 0xFFFF0000u));
+    return lo ? r : h;
+}
+
+#define MKG_OP_DECODE_DEPTH 3   /* key blocks (16 positions) in flight per warp, in registers */
+
+/* Asks for [p, p + bytes) to be brought into L2 (cp.async.bulk.prefetch, sm_90): a hint that
+ * holds no register and no shared memory; p 16-byte aligned, bytes a multiple of 16. */
+static __device__ __forceinline__ void mkg_op_prefetch_l2(const void *p, uint32_t bytes)
+{
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
+
+// One key block of 16 positions r0 .. r0 + 15 (r0 = 16 blk) in a lane's registers
+// (gid = lane >> 2, tig = lane & 3; chunk c of a row = its 16 bytes 16 c .. 16 c + 15):
+//   k[0], k[1]: row r0 + gid, chunks tig, tig + 4     k[2], k[3]: row r0 + gid + 8, same chunks
+//   v[0], v[1]: rows r0 + 2 tig, r0 + 2 tig + 1, chunk gid    v[2], v[3]: rows + 8
+// so every load instruction of the warp covers whole 32-byte sectors.
+struct mkg_op_kv16 {
+    uint4 k[4];
+    uint4 v[4];
+};
+
+// Issues the loads of block blk into *b (zeros when blk >= blk_end: nothing is read). With
+// kl = kc + 8 gid + tig, vl = vc + 16 tig + gid (the lane's uint4 of block 0): cache rows < pos
+// by __ldg (written by earlier launches); row pos from scratch (this op's k, v; called after
+// the barrier that publishes them); rows > pos zeros (masked; V must stay finite: p = 0 times
+// NaN would be NaN).
+// NOTE: predicated loads, no branches around them: with a uniform fast path and a patch of
+// row pos at consume time, ptxas spilled the in-flight blocks inside the megakernel's item
+// function (this form: no spills there).
+static __device__ __forceinline__ void mkg_op_decode_load(mkg_op_kv16 *b, const uint4 *kl, const uint4 *vl, int blk,
+                                                          int blk_end, int pos, const uint4 *s_k4, const uint4 *s_v4,
+                                                          int gid, int tig)
+{
+    const uint32_t off = (uint32_t)blk * 128u;   // 128 uint4 (16 rows) a block
+    const uint4 *kp = kl + off, *vp = vl + off;
+    const int lim = blk < blk_end ? pos : -1;    // rows < lim come from the cache
+    const int rk = 16 * blk + gid, rv = 16 * blk + 2 * tig;
+    const int kr[4] = {rk, rk, rk + 8, rk + 8}, ko[4] = {0, 4, 64, 68};
+    const int vr[4] = {rv, rv + 1, rv + 8, rv + 9}, vo[4] = {0, 8, 64, 72};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        uint4 x = make_uint4(0, 0, 0, 0), y = make_uint4(0, 0, 0, 0);
+        if (kr[i] < lim)
+            x = __ldg(kp + ko[i]);
+        if (vr[i] < lim)
+            y = __ldg(vp + vo[i]);
+        b->k[i] = x;
+        b->v[i] = y;
+    }
+    if (16 * blk + 15 >= pos && blk < blk_end) {   // warp-uniform: the block holding pos
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            if (kr[i] == pos)
+                b->k[i] = s_k4[tig + 4 * (i & 1)];
+            if (vr[i] == pos)
+                b->v[i] = s_v4[gid];
+        }
+    }
+}
+
+/* 2^x by ex2.approx.ftz (one MUFU op; exp2f adds a subnormal range fix-up): 2^-inf = +0. */
+static __device__ __forceinline__ float mkg_op_ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+// Consumes block blk of a warp: scores S = K Q^T (rows = positions; Q^T column n < 4 is
+// bf16(q of head n), column 4 + n the remainder q - bf16(q), so S[., n] + S[., n + 4] is the
+// score of head n), online softmax (log2 domain) per head, then O^T += V^T P^T with P^T split
+// the same way (column n: bf16(p), column 4 + n: the remainder).
+//   qb[s]   Q^T fragments of k-step s (dims of k-step s for tig: see mkg_op_attention_decode)
+//   acc[i]  O^T m-tile i: rows gid, gid + 8 = dims 8 gid + 2 i, 8 gid + 2 i + 1; cols 2 tig,
+//           2 tig + 1 (heads 2 (tig & 1), + 1; bf16 part when tig < 2, remainder part else)
+//   m, l    running max and (lane-partial) denominator of heads 2 (tig & 1), + 1
+static __device__ __forceinline__ void mkg_op_decode_block(const mkg_op_kv16 *b, int blk, int pos,
+                                                           const uint32_t qb[4][2], float acc[4][4], float m[2],
+                                                           float l[2], int gid, int tig)
+{
+    const int r0 = 16 * blk;
+
+    // ---- scores: k-step s covers dims 8 tig + 32 (s >> 1) + 4 (s & 1) + {0, 1} (A reg 0, 1) and
+    // + {2, 3} (A reg 2, 3): words 2 (s & 1), 2 (s & 1) + 1 of chunk tig + 4 (s >> 1). Two
+    // independent chains (k-steps 0, 1 and 2, 3), added in that order.
+    float c[4] = {0.0f, 0.0f, 0.0f, 0.0f}, c2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+        const uint4 lo = b->k[s >> 1], hi = b->k[2 + (s >> 1)];
+        const int w = 2 * (s & 1);
+        if (s < 2)
+            mkg_op_mma_bf16(c, mkg_op_word(lo, w), mkg_op_word(hi, w), mkg_op_word(lo, w + 1), mkg_op_word(hi, w + 1),
+                            qb[s][0], qb[s][1]);
+        else
+            mkg_op_mma_bf16(c2, mkg_op_word(lo, w), mkg_op_word(hi, w), mkg_op_word(lo, w + 1), mkg_op_word(hi, w + 1),
+                            qb[s][0], qb[s][1]);
+    }
+    // sc[e]: head 2 (tig & 1) + (e & 1), position r0 + gid + 8 (e >> 1); the bf16 and
+    // remainder parts sit in lanes tig, tig ^ 2 (the sum is bit-identical in both).
+    float sc[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        const float a = c[e] + c2[e];
+        sc[e] = a + __shfl_xor_sync(0xFFFFFFFFu, a, 2);
+    }
+    if (r0 + 15 > pos) {   // warp-uniform: mask positions past pos
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+            if (r0 + gid + 8 * (e >> 1) > pos)
+                sc[e] = -INFINITY;
+    }
+
+    // ---- online softmax per head (block max over the 16 positions: rows, then xor over gid).
+    float al[2];
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+        float mx = fmaxf(sc[j], sc[j + 2]);
+        mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 4));
+        mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 8));
+        mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 16));
+        const float mn = fmaxf(m[j], mx);   // row r0 <= pos: finite
+        al[j] = mkg_op_ex2(m[j] - mn);
+        m[j] = mn;
+    }
+    float p[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+        p[e] = mkg_op_ex2(sc[e] - m[e & 1]);   // masked: 2^-inf = 0
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+        l[j] = fmaf(l[j], al[j], p[j]) + p[j + 2];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+            acc[i][e] *= al[e & 1];
+
+    // ---- P^T (16 positions x 8 columns) as the B fragment: the scores' C layout, packed, is
+    // the A-row layout of two 8 x 8 tiles (positions 0-7, 8-15); movmatrix transposes each.
+    const bool lo = tig >= 2;
+    const uint32_t pb0 = mkg_op_movmatrix_trans(mkg_op_split_pack(p[0], p[1], lo));
+    const uint32_t pb1 = mkg_op_movmatrix_trans(mkg_op_split_pack(p[2], p[3], lo));
+
+    // ---- O^T += V^T P^T: m-tile i, row gid = dim 8 gid + 2 i, row gid + 8 = dim 8 gid + 2 i + 1
+    // (the low / high halves of word i of chunk gid); k = positions 2 tig, 2 tig + 1 (v[0],
+    // v[1]) and + 8, + 9 (v[2], v[3]).
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const uint32_t x0 = mkg_op_word(b->v[0], i), x1 = mkg_op_word(b->v[1], i);
+        const uint32_t x2 = mkg_op_word(b->v[2], i), x3 = mkg_op_word(b->v[3], i);
+        mkg_op_mma_bf16(acc[i], __byte_perm(x0, x1, 0x5410), __byte_perm(x0, x1, 0x7632), __byte_perm(x2, x3, 0x5410),
+                        __byte_perm(x2, x3, 0x7632), pb0, pb1);
+    }
+}
+
 // One token (row tok of qkv and attn) of sequence seq at position pos, KV head g and its
-// G = q_heads / kv_heads query heads g G .. g G + G - 1.
+// G = q_heads / kv_heads query heads g G .. g G + G - 1 (G <= 4).
 //   qkv  (tokens, (QH + 2 KVH) 64)  q head h at column 64 h, k head g at 64 (QH + g),
 //                                   v head g at 64 (QH + KVH + g)
 //   attn (tokens, QH 64)            output head h at column 64 h
 //   k_cache, v_cache (layers, max_batch, KVH, max_ctx, 64)
 // Writes the rotated k (bf16) and v of this token at (layer, seq, g, pos), then
 // attn = softmax(q k^T / 8) v over positions 0 .. pos; key pos is this op's own k and v (from
-// scratch), keys < pos come from the cache (written by earlier steps, plain loads).
+// scratch), keys < pos come from the cache (written by earlier launches, __ldg).
 //
-// Work split: key tiles of 32 positions go round-robin to the 8 warps. In a warp, key row
-// j = 32 T + 4 t + (lane >> 3) (t < 8) is read by the 8 lanes with lane >> 3 equal, each lane
-// 8 dims (sub = lane & 7): a load instruction covers 4 whole 128-byte rows. A lane keeps
-// q[h][8 dims of sub] and o[h][8 dims of sub] for its keys. Scores: 8-dim partial dot, then an
-// xor butterfly over the 8 lanes of the row (bit-identical in all 8). Online softmax in the
-// log2 domain per warp; the 4 lane groups (keys 4t + 0..3) keep separate o and l partials,
-// summed by xor 8, 16 at the end. Then the 8 warp partials (m, l, o) merge in warp order.
+// Work split: blocks of 16 positions (nb = ceil((pos + 1) / 16)); warp w takes the contiguous
+// blocks [w nb / 8, (w + 1) nb / 8). Before the q / k rotation every warp asks for its cache
+// rows to be prefetched into L2 (bulk prefetch: no registers), so HBM latency overlaps the
+// prologue and the whole range streams at once; the warp then keeps MKG_OP_DECODE_DEPTH blocks
+// in flight in registers (a ring: a block's registers are reloaded with block + DEPTH once
+// consumed; mostly L2 hits by then). Per block, tensor cores (mma.sync bf16, FP32
+// accumulation) compute the scores of 16 positions x 4 heads and add P V into the warp's O^T
+// (64 dims x 4 heads); q and p enter as bf16 plus a bf16 remainder (the 4 spare columns of the
+// n = 8 operand), so they carry ~16 significant bits (FP32 math otherwise). Online softmax per
+// warp in the log2 domain; then the 8 warp partials (m, l, o) merge in warp order. No atomics:
+// the result depends on the inputs and pos only.
 //
 // Scratch (MKG_OP_DECODE_SCRATCH_BYTES):
 //   [0, 1024)     q    (4, 64) FP32, rotated, times 0.125 log2(e)
@@ -179,6 +375,21 @@ static __device__ __forceinline__ void mkg_op_attention_decode(const mkg_model_c
     float *s_o = (float *)(scratch + 1536);
     const __nv_bfloat16 *row = qkv + (size_t)tok * qkv_n;
     const size_t cbase = mkg_op_cache_base(cfg, layer, seq, g);
+
+    // ---- 0. this warp's blocks; their cache rows (< pos) are prefetched into L2 now, lane l
+    // taking blocks blk0 + l, blk0 + l + 32, ... (2 KB of k and of v each).
+    // NOTE: a hint, not loads into registers: registers live across the RoPE code (its trig
+    // slow path) made ptxas spill them inside the megakernel's item function.
+    const int warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
+    const int nb = (pos + 16) >> 4;
+    const int blk0 = (warp * nb) >> 3, blk1 = ((warp + 1) * nb) >> 3;
+    for (int b = blk0 + lane; b < blk1; b += 32) {
+        const int rows = min(16, pos - 16 * b);   // rows 16 b .. pos - 1 of this block
+        if (rows > 0) {
+            mkg_op_prefetch_l2(k_cache + cbase + (size_t)b * 16 * 64, (uint32_t)rows * 128u);
+            mkg_op_prefetch_l2(v_cache + cbase + (size_t)b * 16 * 64, (uint32_t)rows * 128u);
+        }
+    }
 
     // ---- 1. rotate q (G heads) and k, copy v. Thread tid < 32 (G + 1) rotates pair i = tid % 32
     // of q head h = tid / 32, or of k when h == G (one copy of the trig code for both); the next
@@ -210,113 +421,83 @@ static __device__ __forceinline__ void mkg_op_attention_decode(const mkg_model_c
     }
     mkg_bar_sync(bar, MKG_OP_THREADS);
 
-    // ---- 2. each warp: online softmax over its key tiles.
-    const int warp = tid >> 5, lane = tid & 31, sub = lane & 7, grp = lane >> 3;
-    float q[MKG_OP_MAX_GROUP][8], o[MKG_OP_MAX_GROUP][8], m[MKG_OP_MAX_GROUP], l[MKG_OP_MAX_GROUP];
+    // ---- 2. Q^T fragments: column gid is head gid & 3, bf16 part (gid < 4) or remainder;
+    // k-step s, reg e: dims 8 tig + 32 (s >> 1) + 4 (s & 1) + 2 e + {0, 1} (heads >= G: zero).
+    uint32_t qb[4][2];
+    {
+        const int h = gid & 3;
 #pragma unroll
-    for (int h = 0; h < MKG_OP_MAX_GROUP; ++h) {
+        for (int s = 0; s < 4; ++s)
 #pragma unroll
-        for (int i = 0; i < 8; ++i) {
-            q[h][i] = h < G ? s_q[h * 64 + sub * 8 + i] : 0.0f;
-            o[h][i] = 0.0f;
-        }
-        // NOTE: a finite start, not -inf: exp2f(m - m_new) stays 0 (never inf - inf = NaN) and a
+            for (int e = 0; e < 2; ++e) {
+                float2 f = make_float2(0.0f, 0.0f);
+                if (h < G)
+                    f = *(const float2 *)(s_q + h * 64 + 8 * tig + 32 * (s >> 1) + 4 * (s & 1) + 2 * e);
+                qb[s][e] = mkg_op_split_pack(f.x, f.y, gid >= 4);
+            }
+    }
+    float acc[4][4], m[2], l[2];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+            acc[i][e] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+        // NOTE: a finite start, not -inf: 2^(m - m_new) stays 0 (never inf - inf = NaN) and a
         // warp with no keys merges with weight exp2f(-1e30 - M) = 0.
-        m[h] = -1e30f;
-        l[h] = 0.0f;
+        m[j] = -1e30f;
+        l[j] = 0.0f;
     }
-    const uint4 *kg = (const uint4 *)(k_cache + cbase) + sub;   // row j: kg + 8 j
-    const uint4 *vg = (const uint4 *)(v_cache + cbase) + sub;
-    const int ntiles = (pos + 32) >> 5;                          // keys 0 .. pos
-    for (int T = warp; T < ntiles; T += MKG_OP_THREADS / 32) {
-        uint4 kr[8], vr[8];
+
+    // ---- 3. the warp's blocks in order through a ring of DEPTH register buffers: buffer d is
+    // reloaded with block + DEPTH once block is consumed (uniform trip count per warp).
+    const uint4 *s_k4 = (const uint4 *)s_k, *s_v4 = (const uint4 *)s_v;
+    const uint4 *kl = (const uint4 *)(k_cache + cbase) + 8 * gid + tig;
+    const uint4 *vl = (const uint4 *)(v_cache + cbase) + 16 * tig + gid;
+    mkg_op_kv16 buf[MKG_OP_DECODE_DEPTH];
 #pragma unroll
-        for (int t = 0; t < 8; ++t) {
-            const int j = T * 32 + 4 * t + grp;
-            if (j < pos) {
-                kr[t] = kg[(size_t)8 * j];
-                vr[t] = vg[(size_t)8 * j];
-            } else if (j == pos) {
-                kr[t] = ((const uint4 *)s_k)[sub];
-                vr[t] = ((const uint4 *)s_v)[sub];
-            } else {
-                kr[t] = make_uint4(0, 0, 0, 0);
-                vr[t] = make_uint4(0, 0, 0, 0);
-            }
-        }
-        float s[8][MKG_OP_MAX_GROUP];
+    for (int d = 0; d < MKG_OP_DECODE_DEPTH; ++d)
+        mkg_op_decode_load(&buf[d], kl, vl, blk0 + d, blk1, pos, s_k4, s_v4, gid, tig);
+    for (int b0 = blk0; b0 < blk1; b0 += MKG_OP_DECODE_DEPTH) {
 #pragma unroll
-        for (int t = 0; t < 8; ++t) {
-            float f[8];
-            mkg_op_unpack8(kr[t], f);
-#pragma unroll
-            for (int h = 0; h < MKG_OP_MAX_GROUP; ++h) {
-                float a = 0.0f;
-#pragma unroll
-                for (int i = 0; i < 8; ++i)
-                    a = fmaf(q[h][i], f[i], a);
-                a += __shfl_xor_sync(0xFFFFFFFFu, a, 1);
-                a += __shfl_xor_sync(0xFFFFFFFFu, a, 2);
-                a += __shfl_xor_sync(0xFFFFFFFFu, a, 4);
-                s[t][h] = (T * 32 + 4 * t + grp <= pos) ? a : -INFINITY;
-            }
-        }
-#pragma unroll
-        for (int h = 0; h < MKG_OP_MAX_GROUP; ++h) {
-            float mx = s[0][h];
-#pragma unroll
-            for (int t = 1; t < 8; ++t)
-                mx = fmaxf(mx, s[t][h]);
-            mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 8));
-            mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 16));
-            const float mn = fmaxf(m[h], mx);   // warp-uniform
-            const float sc = exp2f(m[h] - mn);
-            m[h] = mn;
-            l[h] *= sc;
-#pragma unroll
-            for (int i = 0; i < 8; ++i)
-                o[h][i] *= sc;
-        }
-#pragma unroll
-        for (int t = 0; t < 8; ++t) {
-            float f[8];
-            mkg_op_unpack8(vr[t], f);
-#pragma unroll
-            for (int h = 0; h < MKG_OP_MAX_GROUP; ++h) {
-                const float p = exp2f(s[t][h] - m[h]);   // masked keys: exp2f(-inf) = 0
-                l[h] += p;
-#pragma unroll
-                for (int i = 0; i < 8; ++i)
-                    o[h][i] = fmaf(p, f[i], o[h][i]);
+        for (int d = 0; d < MKG_OP_DECODE_DEPTH; ++d) {
+            if (b0 + d < blk1) {
+                mkg_op_decode_block(&buf[d], b0 + d, pos, qb, acc, m, l, gid, tig);
+                mkg_op_decode_load(&buf[d], kl, vl, b0 + d + MKG_OP_DECODE_DEPTH, blk1, pos, s_k4, s_v4, gid, tig);
             }
         }
     }
-    // Sum the 4 lane groups (fixed xor 8 then xor 16); lanes 0..7 then hold the warp's totals.
+
+    // ---- 4. warp partials: l summed over gid (xor 4, 8, 16); O = bf16 part + remainder part
+    // (xor 2, bit-identical in both lanes); lanes tig < 2 hold heads 2 tig, 2 tig + 1.
 #pragma unroll
-    for (int h = 0; h < MKG_OP_MAX_GROUP; ++h) {
-        l[h] += __shfl_xor_sync(0xFFFFFFFFu, l[h], 8);
-        l[h] += __shfl_xor_sync(0xFFFFFFFFu, l[h], 16);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-            o[h][i] += __shfl_xor_sync(0xFFFFFFFFu, o[h][i], 8);
-            o[h][i] += __shfl_xor_sync(0xFFFFFFFFu, o[h][i], 16);
-        }
+    for (int j = 0; j < 2; ++j) {
+        l[j] += __shfl_xor_sync(0xFFFFFFFFu, l[j], 4);
+        l[j] += __shfl_xor_sync(0xFFFFFFFFu, l[j], 8);
+        l[j] += __shfl_xor_sync(0xFFFFFFFFu, l[j], 16);
     }
-    if (grp == 0) {
 #pragma unroll
-        for (int h = 0; h < MKG_OP_MAX_GROUP; ++h) {
-            float4 *dst = (float4 *)(s_o + (warp * MKG_OP_MAX_GROUP + h) * 64 + sub * 8);
-            dst[0] = make_float4(o[h][0], o[h][1], o[h][2], o[h][3]);
-            dst[1] = make_float4(o[h][4], o[h][5], o[h][6], o[h][7]);
-            if (sub == 0) {
-                s_m[warp * MKG_OP_MAX_GROUP + h] = m[h];
-                s_l[warp * MKG_OP_MAX_GROUP + h] = l[h];
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+            acc[i][e] += __shfl_xor_sync(0xFFFFFFFFu, acc[i][e], 2);
+    if (tig < 2) {
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            float *dst = s_o + (warp * MKG_OP_MAX_GROUP + 2 * tig + j) * 64 + 8 * gid;
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+                *(float2 *)(dst + 2 * i) = make_float2(acc[i][j], acc[i][j + 2]);
+            if (gid == 0) {
+                s_m[warp * MKG_OP_MAX_GROUP + 2 * tig + j] = m[j];
+                s_l[warp * MKG_OP_MAX_GROUP + 2 * tig + j] = l[j];
             }
         }
     }
     mkg_bar_sync(bar, MKG_OP_THREADS);
 
-    // ---- 3. merge the 8 warp partials in warp order: thread (h = tid / 64, d = tid % 64).
+    // ---- 5. merge the 8 warp partials in warp order: thread (h = tid / 64, d = tid % 64).
     const int h = tid >> 6, d = tid & 63;
     if (h < G) {
         float M = s_m[h];
