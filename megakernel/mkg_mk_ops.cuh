@@ -77,44 +77,7 @@ static __device__ __forceinline__ size_t mkg_op_cache_base(const mkg_model_confi
 // ---- RMSNorm -----------------------------------------------------------------------------
 
 // x, y are (rows, h) bf16 at row stride h, g is (h): for r in row0 .. row0+rows-1,
-// y[r, :] = bf16(x[r, :] * rsqrt(mean(x[r, :]^2) + eps) * g[:]). rows <= 64, h a multiple of 8.
-// One warp per row (rows warp, warp + 8, ...); lane c reads 16-byte chunks c, c + 32, ...
-// The row is read twice (sum of squares, then scale); the second read hits L2.
-static __device__ __forceinline__ void mkg_op_rmsnorm(const __nv_bfloat16 *x, const __nv_bfloat16 *g,
-                                                      __nv_bfloat16 *y, int row0, int rows, int h, float eps,
-                                                      int tid, int bar)
-{
-    const int warp = tid >> 5, lane = tid & 31, chunks = h >> 3;
-    const uint4 *gw = (const uint4 *)g;
-    for (int r = warp; r < rows; r += MKG_OP_THREADS / 32) {
-        const uint4 *xr = (const uint4 *)(x + (size_t)(row0 + r) * h);
-        uint4 *yr = (uint4 *)(y + (size_t)(row0 + r) * h);
-        float ss = 0.0f;
-        for (int c = lane; c < chunks; c += 32) {
-            float f[8];
-            mkg_op_unpack8(__ldcg(xr + c), f);
-#pragma unroll
-            for (int i = 0; i < 8; ++i)
-                ss = fmaf(f[i], f[i], ss);
-        }
-        // NOTE: an xor butterfly leaves the bit-identical sum in every lane (each step adds the
-        // same two partials, only in swapped operand order, and FP addition commutes).
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1)
-            ss += __shfl_xor_sync(0xFFFFFFFFu, ss, o);
-        const float rs = rsqrtf(ss / (float)h + eps);
-        for (int c = lane; c < chunks; c += 32) {
-            float f[8], w[8];
-            mkg_op_unpack8(__ldcg(xr + c), f);
-            mkg_op_unpack8(__ldg(gw + c), w);
-#pragma unroll
-            for (int i = 0; i < 8; ++i)
-                f[i] = __fmul_rn(__fmul_rn(f[i], rs), w[i]);
-            yr[c] = mkg_op_pack8(f);
-        }
-    }
-    mkg_bar_sync(bar, MKG_OP_THREADS);
-}
+// RMSNorm lives in mkg_mk_norm.cuh (one reduction order for any number of rows).
 
 // ---- RoPE (Llama / HF rotate-half, head_dim 64) ------------------------------------------
 
