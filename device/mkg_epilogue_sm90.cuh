@@ -58,8 +58,42 @@ static __device__ __forceinline__ void mkg_store2(void *c, long long idx, float 
         *(float2 *)((float *)c + idx) = make_float2(v0, v1);
 }
 
+// Residual values read through L2 (a megakernel's other SMs wrote them this launch).
+template <int OT>
+static __device__ __forceinline__ float2 mkg_load2_cg(const void *a, long long idx)
+{
+    if constexpr (OT == MKG_DTYPE_FP32) {
+        return __ldcg((const float2 *)((const float *)a + idx));
+    } else {
+        const unsigned int u = __ldcg((const unsigned int *)((const unsigned short *)a + idx));
+        if constexpr (OT == MKG_DTYPE_BF16) {
+            __nv_bfloat162 h = *(const __nv_bfloat162 *)&u;
+            return __bfloat1622float2(h);
+        } else {
+            __half2 h = *(const __half2 *)&u;
+            return __half22float2(h);
+        }
+    }
+}
+
+template <int OT>
+static __device__ __forceinline__ float mkg_load1_cg(const void *a, long long idx)
+{
+    if constexpr (OT == MKG_DTYPE_FP32) {
+        return __ldcg((const float *)a + idx);
+    } else {
+        const unsigned short u = __ldcg((const unsigned short *)a + idx);
+        if constexpr (OT == MKG_DTYPE_BF16)
+            return __bfloat162float(__ushort_as_bfloat16(u));
+        else
+            return __half2float(__ushort_as_half(u));
+    }
+}
+
 // d: WN/2 accumulators of a 64 x WN warpgroup tile whose row 0 is X index x0
-// and column 0 is Y index y0. m is the current M.
+// and column 0 is Y index y0. m is the current M. Under MKG_EPI_RESIDUAL the residual
+// p->aux is added before rounding.
+// NOTE: a runtime flag, not a template: a second instantiation spilled in chunked kernels.
 template <int WN, int SWAP, int OT>
 static __device__ __forceinline__ void mkg_epilogue_store_as(const mkg_gemm_params *p, int m, const float *d,
                                                              int x0, int y0)
@@ -71,30 +105,46 @@ static __device__ __forceinline__ void mkg_epilogue_store_as(const mkg_gemm_para
     const long long ldc = p->ldc;
     void *c = p->c;
     const int n = p->n;
+    const bool res = p->epilogue == MKG_EPI_RESIDUAL;
+    const long long ldr = p->ld_aux;
+    const void *aux = p->aux;
 #pragma unroll
     for (int j = 0; j < WN / 8; ++j) {
         const int y = yc + 8 * j;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int x = xr + 8 * h;
-            const float v0 = d[4 * j + 2 * h];
-            const float v1 = d[4 * j + 2 * h + 1];
+            float v0 = d[4 * j + 2 * h];
+            float v1 = d[4 * j + 2 * h + 1];
             if constexpr (!SWAP) {
                 // X = row of C (m), Y = column of C (n)
                 if (x < m) {
                     const long long base = (long long)x * ldc + y;
-                    if (y + 1 < n)
+                    if (y + 1 < n) {
+                        if (res) {
+                            const float2 rv = mkg_load2_cg<OT>(aux, (long long)x * ldr + y);
+                            v0 += rv.x, v1 += rv.y;
+                        }
                         mkg_store2<OT>(c, base, v0, v1);
-                    else if (y < n)
+                    } else if (y < n) {
+                        if (res)
+                            v0 += mkg_load1_cg<OT>(aux, (long long)x * ldr + y);
                         mkg_store1<OT>(c, base, v0);
+                    }
                 }
             } else {
                 // X = column of C (n), Y = row of C (m)
                 if (x < n) {
-                    if (y < m)
+                    if (y < m) {
+                        if (res)
+                            v0 += mkg_load1_cg<OT>(aux, (long long)y * ldr + x);
                         mkg_store1<OT>(c, (long long)y * ldc + x, v0);
-                    if (y + 1 < m)
+                    }
+                    if (y + 1 < m) {
+                        if (res)
+                            v1 += mkg_load1_cg<OT>(aux, (long long)(y + 1) * ldr + x);
                         mkg_store1<OT>(c, (long long)(y + 1) * ldc + x, v1);
+                    }
                 }
             }
         }
@@ -230,38 +280,6 @@ static __device__ __forceinline__ void mkg_epilogue_as(const mkg_gemm_params *p,
 
 // ---- fused and signalling path ------------------------------------------------------
 
-// Residual values read through L2 (a megakernel's other SMs wrote them this launch).
-template <int OT>
-static __device__ __forceinline__ float2 mkg_load2_cg(const void *a, long long idx)
-{
-    if constexpr (OT == MKG_DTYPE_FP32) {
-        return __ldcg((const float2 *)((const float *)a + idx));
-    } else {
-        const unsigned int u = __ldcg((const unsigned int *)((const unsigned short *)a + idx));
-        if constexpr (OT == MKG_DTYPE_BF16) {
-            __nv_bfloat162 h = *(const __nv_bfloat162 *)&u;
-            return __bfloat1622float2(h);
-        } else {
-            __half2 h = *(const __half2 *)&u;
-            return __half22float2(h);
-        }
-    }
-}
-
-template <int OT>
-static __device__ __forceinline__ float mkg_load1_cg(const void *a, long long idx)
-{
-    if constexpr (OT == MKG_DTYPE_FP32) {
-        return __ldcg((const float *)a + idx);
-    } else {
-        const unsigned short u = __ldcg((const unsigned short *)a + idx);
-        if constexpr (OT == MKG_DTYPE_BF16)
-            return __bfloat162float(__ushort_as_bfloat16(u));
-        else
-            return __half2float(__ushort_as_half(u));
-    }
-}
-
 // NOTE: fast exp and divide: the IEEE divide's slow-path subroutine call, once per output
 // pair in every fused tile, cost registers (spills) in the megakernel.
 static __device__ __forceinline__ float mkg_silu_mul(float gate, float up)
@@ -269,10 +287,11 @@ static __device__ __forceinline__ float mkg_silu_mul(float gate, float up)
     return __fdividef(gate, 1.0f + __expf(-gate)) * up;
 }
 
-// Direct stores of STORE, RESIDUAL or SILU_MUL (same fragment walk as mkg_epilogue_store_as).
+// Direct stores of MKG_EPI_SILU_MUL (same fragment walk as mkg_epilogue_store_as): gate at
+// tile column (or, swapped, row) q with q % 16 < 8, up at q + 8; C column = gate's / 16 * 8 + q % 8.
 template <int WN, int SWAP, int OT>
-static __device__ __forceinline__ void mkg_epilogue_fused_as(const mkg_gemm_params *p, int m, const float *d,
-                                                             int x0, int y0)
+static __device__ __forceinline__ void mkg_epilogue_silu_as(const mkg_gemm_params *p, int m, const float *d,
+                                                            int x0, int y0)
 {
     const int t = threadIdx.x & 127;
     const int lane = t & 31;
@@ -281,75 +300,43 @@ static __device__ __forceinline__ void mkg_epilogue_fused_as(const mkg_gemm_para
     const long long ldc = p->ldc;
     void *c = p->c;
     const int n = p->n;
-    if (p->epilogue == MKG_EPI_SILU_MUL) {
-        // gate at tile column (or, swapped, row) q with q % 16 < 8, up at q + 8; C column = gate's / 16 * 8 + q % 8
-        if constexpr (!SWAP) {
+    if constexpr (!SWAP) {
 #pragma unroll
-            for (int jj = 0; jj < WN / 16; ++jj) {
-                const int y = yc + 16 * jj;                       // gate column (even; n % 16 == 0)
-                const int oc = (y0 + 16 * jj) / 2 + 2 * (lane & 3);
+        for (int jj = 0; jj < WN / 16; ++jj) {
+            const int y = yc + 16 * jj;                       // gate column (even; n % 16 == 0)
+            const int oc = (y0 + 16 * jj) / 2 + 2 * (lane & 3);
 #pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int x = xr + 8 * h;
-                    if (x < m && y < n)
-                        mkg_store2<OT>(c, (long long)x * ldc + oc,
-                                       mkg_silu_mul(d[8 * jj + 2 * h], d[8 * jj + 4 + 2 * h]),
-                                       mkg_silu_mul(d[8 * jj + 2 * h + 1], d[8 * jj + 4 + 2 * h + 1]));
-                }
-            }
-        } else {
-            const int oc = (x0 + 16 * (t >> 5)) / 2 + (lane >> 2);
-            if (xr < n) {
-#pragma unroll
-                for (int j = 0; j < WN / 8; ++j)
-#pragma unroll
-                    for (int e = 0; e < 2; ++e)
-                        if (yc + 8 * j + e < m)
-                            mkg_store1<OT>(c, (long long)(yc + 8 * j + e) * ldc + oc,
-                                           mkg_silu_mul(d[4 * j + e], d[4 * j + 2 + e]));
+            for (int h = 0; h < 2; ++h) {
+                const int x = xr + 8 * h;
+                if (x < m && y < n)
+                    mkg_store2<OT>(c, (long long)x * ldc + oc,
+                                   mkg_silu_mul(d[8 * jj + 2 * h], d[8 * jj + 4 + 2 * h]),
+                                   mkg_silu_mul(d[8 * jj + 2 * h + 1], d[8 * jj + 4 + 2 * h + 1]));
             }
         }
-        return;
-    }
-    const bool res = p->epilogue == MKG_EPI_RESIDUAL;
-    const long long ldr = p->ld_aux;
-    const void *aux = p->aux;
+    } else {
+        const int oc = (x0 + 16 * (t >> 5)) / 2 + (lane >> 2);
+        if (xr < n) {
 #pragma unroll
-    for (int j = 0; j < WN / 8; ++j) {
-        const int y = yc + 8 * j;
+            for (int j = 0; j < WN / 8; ++j)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int x = xr + 8 * h;
-            float v0 = d[4 * j + 2 * h];
-            float v1 = d[4 * j + 2 * h + 1];
-            if constexpr (!SWAP) {
-                if (x < m) {
-                    if (y + 1 < n) {
-                        if (res) {
-                            const float2 rv = mkg_load2_cg<OT>(aux, (long long)x * ldr + y);
-                            v0 += rv.x, v1 += rv.y;
-                        }
-                        mkg_store2<OT>(c, (long long)x * ldc + y, v0, v1);
-                    } else if (y < n) {
-                        if (res)
-                            v0 += mkg_load1_cg<OT>(aux, (long long)x * ldr + y);
-                        mkg_store1<OT>(c, (long long)x * ldc + y, v0);
-                    }
-                }
-            } else if (x < n) {
-                if (y < m) {
-                    if (res)
-                        v0 += mkg_load1_cg<OT>(aux, (long long)y * ldr + x);
-                    mkg_store1<OT>(c, (long long)y * ldc + x, v0);
-                }
-                if (y + 1 < m) {
-                    if (res)
-                        v1 += mkg_load1_cg<OT>(aux, (long long)(y + 1) * ldr + x);
-                    mkg_store1<OT>(c, (long long)(y + 1) * ldc + x, v1);
-                }
-            }
+                for (int e = 0; e < 2; ++e)
+                    if (yc + 8 * j + e < m)
+                        mkg_store1<OT>(c, (long long)(yc + 8 * j + e) * ldc + oc,
+                                       mkg_silu_mul(d[4 * j + e], d[4 * j + 2 + e]));
         }
     }
+}
+
+// The direct path of any epilogue kind.
+template <int WN, int SWAP, int OT>
+static __device__ __forceinline__ void mkg_epilogue_direct_as(const mkg_gemm_params *p, int m, const float *d,
+                                                              int x0, int y0)
+{
+    if (p->epilogue == MKG_EPI_SILU_MUL)
+        mkg_epilogue_silu_as<WN, SWAP, OT>(p, m, d, x0, y0);
+    else
+        mkg_epilogue_store_as<WN, SWAP, OT>(p, m, d, x0, y0);   // STORE or RESIDUAL
 }
 
 // After a warpgroup's direct stores: counts the elements of C it wrote into its
@@ -386,9 +373,9 @@ static __device__ __forceinline__ void mkg_epilogue_store(const mkg_gemm_params 
     // refuses other rows for them): in the 128-accumulator rows the extra paths spilled.
     if constexpr (WN <= MKG_CHUNKED_MAX_WN) {
         switch (p->c_type) {
-        case MKG_DTYPE_BF16: mkg_epilogue_fused_as<WN, SWAP, MKG_DTYPE_BF16>(p, m, d, x0, y0); break;
-        case MKG_DTYPE_FP16: mkg_epilogue_fused_as<WN, SWAP, MKG_DTYPE_FP16>(p, m, d, x0, y0); break;
-        default:             mkg_epilogue_fused_as<WN, SWAP, MKG_DTYPE_FP32>(p, m, d, x0, y0); break;
+        case MKG_DTYPE_BF16: mkg_epilogue_direct_as<WN, SWAP, MKG_DTYPE_BF16>(p, m, d, x0, y0); break;
+        case MKG_DTYPE_FP16: mkg_epilogue_direct_as<WN, SWAP, MKG_DTYPE_FP16>(p, m, d, x0, y0); break;
+        default:             mkg_epilogue_direct_as<WN, SWAP, MKG_DTYPE_FP32>(p, m, d, x0, y0); break;
         }
         if (p->deps.done)
             mkg_epilogue_signal<WN, SWAP>(p, m, x0, y0, wg);
