@@ -35,42 +35,55 @@ static_assert(MKG_LAUNCH_THREADS == 128 * (1 + MKG_LAUNCH_CONSUMERS), "one produ
 static_assert(MKG_LAUNCH_CONSUMERS * 128 * MKG_LAUNCH_CONSUMER_REGS + 128 * MKG_LAUNCH_PRODUCER_REGS <= 65536,
               "setmaxnreg split exceeds the register file");
 static_assert(MKG_LAUNCH_SMEM_BYTES <= 227 * 1024, "shared memory budget exceeds sm_90's 227 KB");
-static_assert(MKG_LAUNCH_CLUSTER == 1, "the mainloop issues CTA-local TMA only");
 
 // Every schedule row compiles against the launch shape (mkg_shape's asserts).
-#define MKG_X_CHECK(name, tm, tn, tk, st, raster, group, swap, split) \
-    static_assert(sizeof(mkg_shape<tm, tn, tk, st, swap>) > 0, #name);
+#define MKG_X_CHECK(name, tm, tn, tk, st, raster, group, swap, split, cl)                               \
+    static_assert(sizeof(mkg_shape<tm, tn, tk, st, swap>) > 0, #name);                                 \
+    static_assert(cl == 1 || (cl <= MKG_LAUNCH_MAX_CLUSTER && !swap && split == 1 &&                   \
+                              ((tn / cl) == 64 || (tn / cl) == 128)),                                   \
+                  #name ": cluster rows multicast a B box of TN / CL rows (a box class), no swap, no split");
 MKG_SCHEDULE_LIST(MKG_X_CHECK)
 #undef MKG_X_CHECK
 
 // The shipped persistent kernel: one CTA per SM (or fewer), units handed out
 // round-robin in unit order. raster, group and split are the schedule row's
 // index-only choices. CH = 0 runs GEMMs of one K chunk, CH = 1 GEMMs of several
-// (rows with wgmma N <= MKG_CHUNKED_MAX_WN only).
+// (rows with wgmma N <= MKG_CHUNKED_MAX_WN only). CL > 1: launched with clusters of CL
+// CTAs along x (grid a multiple of CL); cluster c runs cluster units c, c + clusters, ...
 // NOTE: two instantiations rather than a runtime branch: with both consumer loops in
 // one kernel ptxas serialized every wgmma (C7520), and the flat chunk loop alone
 // measured 5-18% slower than the plain one on single-chunk GEMMs.
-template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CH>
+template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CH, int CL = 1>
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
 mkg_gemm_persistent_sm90(const mkg_gemm_params *__restrict__ p, int raster, int group, int split)
 {
     extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
+    static_assert(CL == 1 || !CH, "cluster rows run one K chunk");
     const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
     if (threadIdx.x == 0) {
         mkg_prefetch_tensormap(&p->a_map[mkg_box_class(TM)]);
-        mkg_prefetch_tensormap(&p->b_map[mkg_box_class(TN)]);
-        mkg_smem_init(&sm);
+        mkg_prefetch_tensormap(&p->b_map[mkg_box_class(TN / CL)]);
+        mkg_smem_init(&sm, CL);
     }
-    __syncthreads();
+    if constexpr (CL > 1)
+        mkg_cluster_sync();                          // peers' barriers exist before any multicast
+    else
+        __syncthreads();
 
     const int m = p->m;
-    const int units = mkg_unit_count<TM, TN>(p, m, split);
+    const int units = mkg_unit_count<TM, TN, CL>(p, m, split);
+    const int first = (int)(blockIdx.x / CL), stride = (int)(gridDim.x / CL);
     mkg_ring ring = mkg_ring_start();
     if (threadIdx.x < 128) {
         mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
         if (threadIdx.x == 0) {
-            for (int u = blockIdx.x; u < units; u += gridDim.x)
-                mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP>(p, m, u, raster, group, split, &ring, &sm);
+            if constexpr (CL > 1) {
+                for (int u = first; u < units; u += stride)
+                    mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, CL>(p, m, u, raster, group, split, &ring, &sm, 0);
+            } else {
+                for (int u = first; u < units; u += stride)
+                    mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP>(p, m, u, raster, group, split, &ring, &sm);
+            }
         }
     } else {
         mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
@@ -83,9 +96,9 @@ mkg_gemm_persistent_sm90(const mkg_gemm_params *__restrict__ p, int raster, int 
             d[i] = 0.0f;
         static_assert(!CH || S::CHUNKED, "only rows with wgmma N <= MKG_CHUNKED_MAX_WN fold chunks");
         if constexpr (!CH) {
-            for (int u = blockIdx.x; u < units; u += gridDim.x)
-                mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, true>(p, m, u, 0, raster, group, split, &ring, &sm,
-                                                                      wg, d, tot);
+            for (int u = first; u < units; u += stride)
+                mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, true, CL>(p, m, u, 0, raster, group, split, &ring,
+                                                                          &sm, wg, d, tot);
         } else {
             // One flat loop over (unit, chunk) steps: see mkg_gemm_consume_step.
             int u = blockIdx.x, c = 0, c_end = 0;
@@ -103,13 +116,17 @@ mkg_gemm_persistent_sm90(const mkg_gemm_params *__restrict__ p, int raster, int 
         }
         mkg_epilogue_drain();
     }
+    // NOTE: no CTA of a cluster leaves while a peer may still multicast into its ring
+    // or arrive on its empty barriers.
+    if constexpr (CL > 1)
+        mkg_cluster_sync();
 }
 
 // The chunked instantiation of a row, or NULL for rows that cannot fold chunks.
-template <int DT, int TM, int TN, int TK, int ST, int SWAP>
+template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CL>
 static const void *mkg_chunked_kernel_sm90(void)
 {
-    if constexpr (mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED)
+    if constexpr (mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED && CL == 1)
         return (const void *)mkg_gemm_persistent_sm90<DT, TM, TN, TK, ST, SWAP, 1>;
     else
         return NULL;

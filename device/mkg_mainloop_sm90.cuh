@@ -64,25 +64,31 @@ typedef struct mkg_unit {
     int kct, kt;        /* K tiles per chunk, K tiles in all */
 } mkg_unit;
 
-template <int TM, int TN, int TK>
+// CL > 1 (cluster rows): `unit` numbers cluster tiles (CL x TM rows, never split) and
+// `rank` is this CTA's place in its cluster; every CTA of a cluster runs the same units.
+template <int TM, int TN, int TK, int CL = 1>
 static __device__ __forceinline__ mkg_unit mkg_unit_of(const mkg_gemm_params *p, int m, int unit, int raster,
-                                                       int group, int split)
+                                                       int group, int split, uint32_t rank = 0)
 {
     mkg_unit u;
     u.chunks = mkg_chunk_count(p->k, p->kc);
-    u.splits = mkg_split_count(split, u.chunks);
+    u.splits = CL > 1 ? 1 : mkg_split_count(split, u.chunks);
     u.tile = unit / u.splits;
     mkg_split_range(unit - u.tile * u.splits, u.splits, u.chunks, &u.c0, &u.c1);
     u.kct = mkg_chunk_ktiles(p->k, p->kc, TK);
     u.kt = mkg_ceil_div(p->k, TK);
-    u.t = mkg_tile_of_unit(u.tile, mkg_ceil_div(m, TM), mkg_ceil_div(p->n, TN), raster, group);
+    u.t = mkg_tile_of_cluster_unit(u.tile, (int)rank, CL, mkg_ceil_div(m, TM), mkg_ceil_div(p->n, TN), raster,
+                                   group);
     return u;
 }
 
-// Work units of a schedule for an M x N output (K split as the params' chunks allow).
-template <int TM, int TN>
+// Work units of a schedule for an M x N output (K split as the params' chunks allow);
+// for cluster rows, units per cluster.
+template <int TM, int TN, int CL = 1>
 static __device__ __forceinline__ int mkg_unit_count(const mkg_gemm_params *p, int m, int split)
 {
+    if constexpr (CL > 1)
+        return mkg_ceil_div(m, TM * CL) * mkg_ceil_div(p->n, TN);
     return mkg_ceil_div(m, TM) * mkg_ceil_div(p->n, TN) * mkg_split_count(split, mkg_chunk_count(p->k, p->kc));
 }
 
@@ -116,15 +122,19 @@ static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_pa
 }
 
 // The rest of a unit's loads after `pre` B-only stages (pre = 0: the whole unit).
-template <int TM, int TN, int TK, int ST, int SWAP>
+// CL > 1: this CTA loads its own A and the rank-th 1/CL of the B tile, multicast to
+// every CTA of the cluster; each CTA's full barrier still expects a whole stage.
+template <int TM, int TN, int TK, int ST, int SWAP, int CL = 1>
 static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_params *p, int m, int unit, int raster,
                                                              int group, int split, mkg_ring *r, const mkg_smem *sm,
                                                              int pre)
 {
     typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
-    const mkg_unit u = mkg_unit_of<TM, TN, TK>(p, m, unit, raster, group, split);
+    static_assert(CL == 1 || (!SWAP && (TN / CL) % 8 == 0), "cluster rows multicast whole swizzle atoms of B");
+    const uint32_t rank = CL > 1 ? mkg_cluster_ctarank() : 0u;
+    const mkg_unit u = mkg_unit_of<TM, TN, TK, CL>(p, m, unit, raster, group, split, rank);
     const CUtensorMap *map_a = &p->a_map[mkg_box_class(TM)];
-    const CUtensorMap *map_b = &p->b_map[mkg_box_class(TN)];
+    const CUtensorMap *map_b = &p->b_map[mkg_box_class(TN / CL)];
     const int kt0 = u.c0 * u.kct;
     const int kt_end = min(u.c1 * u.kct, u.kt);
     const uint32_t slot0 = (r->slot + (uint32_t)(ST - pre)) % (uint32_t)ST;
@@ -139,7 +149,11 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
         const uint32_t stage = sm->ring + s * S::STAGE_BYTES;
         mkg_mbarrier_arrive_expect_tx(full, S::STAGE_BYTES);
         mkg_tma_load_2d(stage, map_a, full, kt * TK, u.t.m * TM);
-        mkg_tma_load_2d(stage + S::A_BYTES, map_b, full, kt * TK, u.t.n * TN);
+        if constexpr (CL > 1)
+            mkg_tma_load_2d_multicast(stage + S::A_BYTES + rank * (TN / CL) * 128u, map_b, full, kt * TK,
+                                      u.t.n * TN + (int)rank * (TN / CL), (uint16_t)((1u << CL) - 1u));
+        else
+            mkg_tma_load_2d(stage + S::A_BYTES, map_b, full, kt * TK, u.t.n * TN);
         mkg_ring_advance<ST>(r);
     }
 }
@@ -243,14 +257,19 @@ static __device__ __forceinline__ void mkg_unit_chunk_range(const mkg_gemm_param
 // over (unit, chunk) steps with the drain at the end of each keeps them pipelined.
 // ONE: the caller knows the GEMM has a single chunk and no split (every unit is one
 // step), so d restarts per unit and the epilogue reads d (no fold).
-template <int DT, int TM, int TN, int TK, int ST, int SWAP, bool ONE = !mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED>
+// CL > 1: a released slot is released in every CTA of the cluster (their producers
+// multicast into it), and only one-chunk units run.
+template <int DT, int TM, int TN, int TK, int ST, int SWAP, bool ONE = !mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED,
+          int CL = 1>
 static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_params *p, int m, int unit, int c,
                                                              int raster, int group, int split, mkg_ring *r,
                                                              const mkg_smem *sm, int wg, float *d, float *tot)
 {
     typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
     constexpr int WN = S::WN;
-    const mkg_unit u = mkg_unit_of<TM, TN, TK>(p, m, unit, raster, group, split);
+    static_assert(CL == 1 || ONE, "cluster rows run one chunk per unit");
+    const mkg_unit u = mkg_unit_of<TM, TN, TK, CL>(p, m, unit, raster, group, split,
+                                                   CL > 1 ? mkg_cluster_ctarank() : 0u);
     const uint32_t x_row = S::P == 128 ? 64u * wg : 0u;          // this warpgroup's X rows
     const uint32_t y_row = S::P == 128 ? 0u : (uint32_t)(WN * wg); // this warpgroup's Y rows
     const bool releaser = (threadIdx.x & 127) == 0;
@@ -281,7 +300,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
         if (kt > kb) {
             mkg_wgmma_wait_group<1>();
             if (releaser)
-                mkg_mbarrier_arrive(sm->empty + 8u * prev);
+                mkg_ring_release<CL>(sm, prev);
         }
         prev = s;
         mkg_ring_advance<ST>(r);
@@ -291,11 +310,13 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
     for (int i = 0; i < WN / 2; ++i)
         mkg_fence_operand(d[i]);
     if (releaser)
-        mkg_mbarrier_arrive(sm->empty + 8u * prev);
+        mkg_ring_release<CL>(sm, prev);
 
     const int x0 = (SWAP ? u.t.n * TN : u.t.m * TM) + (int)x_row;
     const int y0 = (SWAP ? u.t.m * TM : u.t.n * TN) + (int)y_row;
     if constexpr (ONE) {
+        if (CL > 1 && x0 >= m)
+            return;                                   // the odd last tile row of a cluster: nothing to store
         mkg_epilogue_store<WN, SWAP>(p, m, d, x0, y0, r, sm, wg);
     } else {
         const bool partials = u.splits > 1;

@@ -59,12 +59,14 @@ static __device__ __forceinline__ mkg_smem mkg_smem_carve(void *dyn)
     return sm;
 }
 
-// One thread initialises every barrier; the caller then syncs the CTA.
-static __device__ __forceinline__ void mkg_smem_init(const mkg_smem *sm)
+// One thread initialises every barrier; the caller then syncs the CTA (the cluster,
+// for cluster > 1: empty[s] then takes one arrive per consumer warpgroup of every
+// CTA of the cluster, since every CTA's producer writes slot s in all of them).
+static __device__ __forceinline__ void mkg_smem_init(const mkg_smem *sm, int cluster = 1)
 {
     for (int s = 0; s < MKG_LAUNCH_MAX_STAGES; ++s) {
         mkg_mbarrier_init(sm->full + 8u * s, 1);
-        mkg_mbarrier_init(sm->empty + 8u * s, MKG_LAUNCH_CONSUMERS);
+        mkg_mbarrier_init(sm->empty + 8u * s, MKG_LAUNCH_CONSUMERS * cluster);
     }
     mkg_fence_mbarrier_init();
 }
@@ -92,6 +94,20 @@ static __device__ __forceinline__ void mkg_ring_wait_empty(const mkg_ring *r, co
 static __device__ __forceinline__ void mkg_ring_wait_full(const mkg_ring *r, const mkg_smem *sm, uint32_t s)
 {
     mkg_mbarrier_wait_parity(sm->full + 8u * s, mkg_ring_bit(r, s));
+}
+
+// Consumer warpgroup: slot s is free again, in this CTA (CL = 1) or in every CTA of
+// the cluster.
+template <int CL>
+static __device__ __forceinline__ void mkg_ring_release(const mkg_smem *sm, uint32_t s)
+{
+    if constexpr (CL == 1) {
+        mkg_mbarrier_arrive(sm->empty + 8u * s);
+    } else {
+#pragma unroll
+        for (uint32_t c = 0; c < (uint32_t)CL; ++c)
+            mkg_mbarrier_arrive_cluster(mkg_mapa(sm->empty + 8u * s, c));
+    }
 }
 
 // Called by both roles at the start of every unit. When the ring layout (stage

@@ -61,6 +61,37 @@ static __device__ __forceinline__ void mkg_mbarrier_wait_parity(uint32_t bar, ui
     }
 }
 
+// ---- thread-block clusters (PTX ISA 9.7.13.4, 9.7.9.16, 10.x %cluster_ctarank) ---
+
+static __device__ __forceinline__ uint32_t mkg_cluster_ctarank(void)
+{
+    uint32_t r;
+    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+// The shared::cluster address of `addr` (a shared::cta address of this CTA) in the
+// shared memory of cluster CTA `rank`.
+static __device__ __forceinline__ uint32_t mkg_mapa(uint32_t addr, uint32_t rank)
+{
+    uint32_t r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
+    return r;
+}
+
+// Arrive on an mbarrier of any CTA of the cluster (address from mkg_mapa).
+static __device__ __forceinline__ void mkg_mbarrier_arrive_cluster(uint32_t cluster_bar)
+{
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_bar) : "memory");
+}
+
+// Every thread of every CTA of the cluster: all arrive, then all wait (release/acquire).
+// NOTE: not .aligned: callers reach it after role-divergent code.
+static __device__ __forceinline__ void mkg_cluster_sync(void)
+{
+    asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+}
+
 // ---- TMA (PTX ISA 9.7.9.25) ---------------------------------------------------
 
 // 2-D tile load of the box at {c0 (inner, elements), c1 (rows)} into shared
@@ -72,6 +103,16 @@ static __device__ __forceinline__ void mkg_tma_load_2d(uint32_t dst, const CUten
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
                  " [%0], [%1, {%2, %3}], [%4];"
                  ::"r"(dst), "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+
+// As mkg_tma_load_2d, but the box lands at the same offset dst in every CTA of the
+// cluster named in cta_mask, completing its bytes on the barrier at offset bar in each.
+static __device__ __forceinline__ void mkg_tma_load_2d_multicast(uint32_t dst, const CUtensorMap *map,
+                                                                 uint32_t bar, int c0, int c1, uint16_t cta_mask)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;"
+                 ::"r"(dst), "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask) : "memory");
 }
 
 // Prefetches the box at {c0, c1} into L2 (no shared memory, no completion).

@@ -4,6 +4,7 @@
  * mkg_gemm_launch re-checks the schedule and grid and never launches on bad input.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include <cuda_runtime_api.h>
 
@@ -17,6 +18,7 @@ struct mkg_gemm_op {
     mkg_gemm_params *dev;       /* device copy of the params */
     void *owned_workspace;      /* allocated here when the caller passed none */
     int sms;                    /* multiprocessors of the device it was created on */
+    int cluster_fit[MKG_SCHED_COUNT]; /* cluster rows: clusters resident at once (0: unknown) */
 };
 
 const void *mkg_kernel_sm90(mkg_dtype t, int s, int chunked)
@@ -38,6 +40,33 @@ mkg_status mkg_device_check(void)
         return MKG_ERR_NO_DEVICE;
     }
     return (major == 9 && minor == 0) ? MKG_OK : MKG_ERR_UNSUPPORTED_DEVICE;
+}
+
+/* Clusters of schedule s's kernel that are resident at once (0 when the runtime
+ * cannot say; the launch then trusts the grid it was given). */
+static int mkg_cluster_fit(mkg_dtype t, int s, int cl)
+{
+    const void *k = mkg_kernel_sm90(t, s, 0);
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute attr;
+    memset(&cfg, 0, sizeof cfg);
+    memset(&attr, 0, sizeof attr);
+    cfg.gridDim.x = (unsigned)cl;
+    cfg.gridDim.y = cfg.gridDim.z = 1;
+    cfg.blockDim.x = MKG_LAUNCH_THREADS;
+    cfg.blockDim.y = cfg.blockDim.z = 1;
+    cfg.dynamicSmemBytes = MKG_LAUNCH_SMEM_BYTES;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = (unsigned)cl;
+    attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    int n = 0;
+    if (!k || cudaOccupancyMaxActiveClusters(&n, k, &cfg) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return n;
 }
 
 static mkg_status mkg_prepare_kernels(mkg_dtype t)
@@ -103,6 +132,9 @@ mkg_status mkg_gemm_create(const mkg_gemm_desc *d, mkg_gemm_op **out)
         st = MKG_ERR_CUDA;
         goto fail;
     }
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s)
+        if (mkg_schedule_get(s)->cluster > 1)
+            op->cluster_fit[s] = mkg_cluster_fit(d->a_type, s, mkg_schedule_get(s)->cluster);
     if (cudaMalloc((void **)&op->dev, sizeof(mkg_gemm_params)) != cudaSuccess) {
         st = MKG_ERR_OUT_OF_MEMORY;
         goto fail;
@@ -145,6 +177,16 @@ mkg_status mkg_gemm_launch(const mkg_gemm_op *op, int s, int grid, cudaStream_t 
     int g = grid == 0 ? op->sms : grid;
     if (g > units)
         g = units;
+    const int cl = info->cluster;
+    if (cl > 1) {
+        /* NOTE: whole clusters (a grid of 7 runs as 4 clusters of 2), and no more than
+         * fit at once (a persistent grid that does not fit would run its clusters one
+         * after another). */
+        g = mkg_ceil_div(g, cl) * cl;
+        const int fit = op->cluster_fit[s];
+        if (fit > 0 && g > fit * cl)
+            g = fit * cl;
+    }
 
     const mkg_gemm_params *p = op->dev;
     int raster = info->raster, group = info->group, split = info->split;
@@ -154,7 +196,23 @@ mkg_status mkg_gemm_launch(const mkg_gemm_op *op, int s, int grid, cudaStream_t 
     const void *kernel = mkg_kernel_sm90(d->a_type, s, mkg_chunk_count(d->k, d->kc) > 1);
     if (!kernel)
         return MKG_ERR_SCHEDULE_INELIGIBLE;
-    if (cudaLaunchKernel(kernel, gd, bd, args, MKG_LAUNCH_SMEM_BYTES, stream) != cudaSuccess) {
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute attr;
+    memset(&cfg, 0, sizeof cfg);
+    memset(&attr, 0, sizeof attr);
+    cfg.gridDim = gd;
+    cfg.blockDim = bd;
+    cfg.dynamicSmemBytes = MKG_LAUNCH_SMEM_BYTES;
+    cfg.stream = stream;
+    if (cl > 1) {
+        attr.id = cudaLaunchAttributeClusterDimension;
+        attr.val.clusterDim.x = (unsigned)cl;
+        attr.val.clusterDim.y = 1;
+        attr.val.clusterDim.z = 1;
+        cfg.attrs = &attr;
+        cfg.numAttrs = 1;
+    }
+    if (cudaLaunchKernelExC(&cfg, kernel, args) != cudaSuccess) {
         (void)cudaGetLastError();
         return MKG_ERR_CUDA;
     }

@@ -16,13 +16,13 @@
         }                                                                                  \
     }
 
-#define MKG_X_KERNEL_CASE_BF16(name, tm, tn, tk, st, raster, group, swap, split)                       \
+#define MKG_X_KERNEL_CASE_BF16(name, tm, tn, tk, st, raster, group, swap, split, cl)                       \
     case MKG_SCHED_##name:                                                                             \
-        return chunked ? mkg_chunked_kernel_sm90<MKG_DTYPE_BF16, tm, tn, tk, st, swap>()                \
-                       : (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_BF16, tm, tn, tk, st, swap, 0>;
-#define MKG_X_KERNEL_CASE_FP16(name, tm, tn, tk, st, raster, group, swap, split)                       \
+        return chunked ? mkg_chunked_kernel_sm90<MKG_DTYPE_BF16, tm, tn, tk, st, swap, cl>()            \
+                       : (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_BF16, tm, tn, tk, st, swap, 0, cl>;
+#define MKG_X_KERNEL_CASE_FP16(name, tm, tn, tk, st, raster, group, swap, split, cl)                       \
     case MKG_SCHED_##name:                                                                             \
-        return chunked ? mkg_chunked_kernel_sm90<MKG_DTYPE_FP16, tm, tn, tk, st, swap>()                \
-                       : (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_FP16, tm, tn, tk, st, swap, 0>;
+        return chunked ? mkg_chunked_kernel_sm90<MKG_DTYPE_FP16, tm, tn, tk, st, swap, cl>()            \
+                       : (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_FP16, tm, tn, tk, st, swap, 0, cl>;
 
 #endif /* MKG_KERNELS_SM90_CUH */

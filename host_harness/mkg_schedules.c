@@ -6,8 +6,8 @@
 #include "mkg_tile_order.h"
 
 static const mkg_schedule_info mkg_schedule_table[MKG_SCHED_COUNT] = {
-#define MKG_X_INFO(name, tm, tn, tk, st, raster, group, swap, split) \
-    {#name, tm, tn, tk, st, raster, group, swap, split},
+#define MKG_X_INFO(name, tm, tn, tk, st, raster, group, swap, split, cl) \
+    {#name, tm, tn, tk, st, raster, group, swap, split, cl},
     MKG_SCHEDULE_LIST(MKG_X_INFO)
 #undef MKG_X_INFO
 };
@@ -34,6 +34,8 @@ int mkg_schedule_units(int s, int m, int n, int k, int kc)
     const mkg_schedule_info *i = mkg_schedule_get(s);
     if (!i || m < 1 || n < 1 || k < 1)
         return 0;
+    if (i->cluster > 1) /* CTAs: whole clusters of cluster-tile rows */
+        return mkg_ceil_div(m, i->tile_m * i->cluster) * i->cluster * mkg_ceil_div(n, i->tile_n);
     return mkg_ceil_div(m, i->tile_m) * mkg_ceil_div(n, i->tile_n) *
            mkg_split_count(i->split, mkg_chunk_count(k, kc));
 }

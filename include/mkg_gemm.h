@@ -112,7 +112,8 @@ typedef struct mkg_gemm_op mkg_gemm_op;
 /** Validates, encodes and uploads; *out is NULL on failure. */
 mkg_status mkg_gemm_create(const mkg_gemm_desc *d, mkg_gemm_op **out);
 
-/** Enqueues the persistent kernel for schedule s on stream; grid 0 = one CTA per SM. */
+/** Enqueues the persistent kernel for schedule s on stream; grid 0 = one CTA per SM. Cluster
+ *  rows (CL > 1) round the grid up to whole clusters, at most as many as are resident at once. */
 mkg_status mkg_gemm_launch(const mkg_gemm_op *op, int s, int grid, cudaStream_t stream);
 
 /** Device address of the op's mkg_gemm_params, for inline callers. */

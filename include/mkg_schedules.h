@@ -14,6 +14,11 @@
  *           the token dimension (TM = 8..64) becomes the wgmma N
  *   SPLIT   most K splits per tile: a tile's canonical K chunks (the layer's KC) are
  *           shared out over up to SPLIT work units whose partials meet in a workspace
+ *   CL      CTAs per thread-block cluster along M. CL = 2: the two CTAs of a cluster
+ *           compute vertically adjacent tiles of one tile column, each loads half of
+ *           the shared B tile and multicasts it to both (a third less L2 -> SM
+ *           traffic for n256). Cluster rows run in the shipped persistent kernel only
+ *           (launched with a cluster dimension), one K chunk, no split, no deps.
  *
  * Launch-wide properties, shared by every row compiled into one kernel, are the
  * MKG_LAUNCH_* constants below; device code static_asserts each row against them.
@@ -27,30 +32,33 @@
 extern "C" {
 #endif
 
-/*  name                          TM   TN   TK  ST  RASTER        GROUP SWAP SPLIT */
-#define MKG_SCHEDULE_LIST(X)                                                          \
-    X(m128n256k64_s4_rm_g8,       128, 256, 64, 4, MKG_RASTER_M,  8,    0,    1)      \
-    X(m128n256k64_s4_rn_g8,       128, 256, 64, 4, MKG_RASTER_N,  8,    0,    1)      \
-    X(m128n256k64_s3_rm_g16,      128, 256, 64, 3, MKG_RASTER_M, 16,    0,    1)      \
-    X(m128n192k64_s4_rm_g8,       128, 192, 64, 4, MKG_RASTER_M,  8,    0,    1)      \
-    X(m128n128k64_s6_rm_g8,       128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1)      \
-    X(m128n128k64_s6_rn_g8,       128, 128, 64, 6, MKG_RASTER_N,  8,    0,    1)      \
-    X(m128n128k64_s6_rn_g8_sk4,   128, 128, 64, 6, MKG_RASTER_N,  8,    0,    4)      \
-    X(m128n64k64_s6_rn_g8,        128,  64, 64, 6, MKG_RASTER_N,  8,    0,    1)      \
-    X(m128n64k64_s6_rn_g8_sk4,    128,  64, 64, 6, MKG_RASTER_N,  8,    0,    4)      \
-    X(m64n256k64_s4_rm_g8,         64, 256, 64, 4, MKG_RASTER_M,  8,    0,    1)      \
-    X(m64n128k64_s5_rn_g8,         64, 128, 64, 5, MKG_RASTER_N,  8,    0,    1)      \
-    X(m64n64k64_s6_rn_g8,          64,  64, 64, 6, MKG_RASTER_N,  8,    0,    1)      \
-    X(m8n128k64_s8_swap_rn_g8,      8, 128, 64, 8, MKG_RASTER_N,  8,    1,    1)      \
-    X(m16n128k64_s8_swap_rn_g8,    16, 128, 64, 8, MKG_RASTER_N,  8,    1,    1)      \
-    X(m16n128k64_s8_swap_rn_g8_sk16, 16, 128, 64, 8, MKG_RASTER_N, 8,  1,   16)      \
-    X(m32n128k64_s8_swap_rn_g8,    32, 128, 64, 8, MKG_RASTER_N,  8,    1,    1)      \
-    X(m32n128k64_s8_swap_rn_g8_sk8, 32, 128, 64, 8, MKG_RASTER_N,  8,   1,    8)      \
-    X(m64n128k64_s8_swap_rn_g8,    64, 128, 64, 8, MKG_RASTER_N,  8,    1,    1)      \
-    X(m64n128k64_s8_swap_rn_g8_sk8, 64, 128, 64, 8, MKG_RASTER_N,  8,   1,    8)
+/*  name                          TM   TN   TK  ST  RASTER        GROUP SWAP SPLIT CL */
+#define MKG_SCHEDULE_LIST(X)                                                             \
+    X(m128n256k64_s4_rm_g8,          128, 256, 64, 4, MKG_RASTER_M,  8,    0,    1,  1) \
+    X(m128n256k64_s4_rn_g8,          128, 256, 64, 4, MKG_RASTER_N,  8,    0,    1,  1) \
+    X(m128n256k64_s3_rm_g16,         128, 256, 64, 3, MKG_RASTER_M, 16,    0,    1,  1) \
+    X(m128n192k64_s4_rm_g8,          128, 192, 64, 4, MKG_RASTER_M,  8,    0,    1,  1) \
+    X(m128n128k64_s6_rm_g8,          128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1,  1) \
+    X(m128n128k64_s6_rn_g8,          128, 128, 64, 6, MKG_RASTER_N,  8,    0,    1,  1) \
+    X(m128n128k64_s6_rn_g8_sk4,      128, 128, 64, 6, MKG_RASTER_N,  8,    0,    4,  1) \
+    X(m128n64k64_s6_rn_g8,           128,  64, 64, 6, MKG_RASTER_N,  8,    0,    1,  1) \
+    X(m128n64k64_s6_rn_g8_sk4,       128,  64, 64, 6, MKG_RASTER_N,  8,    0,    4,  1) \
+    X(m64n256k64_s4_rm_g8,            64, 256, 64, 4, MKG_RASTER_M,  8,    0,    1,  1) \
+    X(m64n128k64_s5_rn_g8,            64, 128, 64, 5, MKG_RASTER_N,  8,    0,    1,  1) \
+    X(m64n64k64_s6_rn_g8,             64,  64, 64, 6, MKG_RASTER_N,  8,    0,    1,  1) \
+    X(m8n128k64_s8_swap_rn_g8,         8, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1) \
+    X(m16n128k64_s8_swap_rn_g8,       16, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1) \
+    X(m16n128k64_s8_swap_rn_g8_sk16,  16, 128, 64, 8, MKG_RASTER_N,  8,    1,   16,  1) \
+    X(m32n128k64_s8_swap_rn_g8,       32, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1) \
+    X(m32n128k64_s8_swap_rn_g8_sk8,   32, 128, 64, 8, MKG_RASTER_N,  8,    1,    8,  1) \
+    X(m64n128k64_s8_swap_rn_g8,       64, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1) \
+    X(m64n128k64_s8_swap_rn_g8_sk8,   64, 128, 64, 8, MKG_RASTER_N,  8,    1,    8,  1) \
+    X(m128n256k64_s4_rm_g8_c2,       128, 256, 64, 4, MKG_RASTER_M,  8,    0,    1,  2) \
+    X(m128n256k64_s4_rn_g8_c2,       128, 256, 64, 4, MKG_RASTER_N,  8,    0,    1,  2) \
+    X(m128n128k64_s6_rm_g8_c2,       128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1,  2)
 
 typedef enum mkg_schedule {
-#define MKG_X_ENUM(name, tm, tn, tk, st, raster, group, swap, split) MKG_SCHED_##name,
+#define MKG_X_ENUM(name, tm, tn, tk, st, raster, group, swap, split, cl) MKG_SCHED_##name,
     MKG_SCHEDULE_LIST(MKG_X_ENUM)
 #undef MKG_X_ENUM
     MKG_SCHED_COUNT
@@ -66,13 +74,14 @@ typedef enum mkg_schedule {
 #define MKG_LAUNCH_EPI_BYTES     (32 * 1024)  /* epilogue staging: 2 consumers x 2 buffers x 8 KB */
 #define MKG_LAUNCH_BAR_EPI       1          /* named barriers 1, 2: one per consumer warpgroup */
 #define MKG_LAUNCH_SMEM_BYTES    (MKG_LAUNCH_RING_BYTES + MKG_LAUNCH_EPI_BYTES + 1024 + 256) /* + barriers, flags, alignment */
-#define MKG_LAUNCH_CLUSTER       1          /* CTAs per cluster */
+#define MKG_LAUNCH_MAX_CLUSTER   2          /* largest CL column (CTAs per cluster) */
 
 /* Host-side metadata of one row. */
 typedef struct mkg_schedule_info {
     const char *name;
     int tile_m, tile_n, tile_k, stages;
     int raster, group, swap_ab, split;
+    int cluster;        /* CTAs per cluster (CL column) */
 } mkg_schedule_info;
 
 /** Metadata of schedule s, or NULL when s is not a table row. */

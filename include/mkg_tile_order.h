@@ -54,6 +54,18 @@ static MKG_HD mkg_tile mkg_tile_of_unit(int u, int tiles_m, int tiles_n, int ras
     return t;
 }
 
+/* Tile of CTA `rank` (0 <= rank < cl) of a cluster running cluster unit u: cluster
+ * tiles are cl tile rows high and numbered as mkg_tile_of_unit numbers tiles; the
+ * CTAs of a cluster take its rows in rank order. Tiles past tiles_m (an odd last
+ * cluster row) are computed on zero-filled A and never stored. */
+static MKG_HD mkg_tile mkg_tile_of_cluster_unit(int u, int rank, int cl, int tiles_m, int tiles_n, int raster,
+                                                int group)
+{
+    mkg_tile t = mkg_tile_of_unit(u, mkg_ceil_div(tiles_m, cl), tiles_n, raster, group);
+    t.m = t.m * cl + rank;
+    return t;
+}
+
 /* ---- canonical K chunks and split-K ---------------------------------------------
  * A layer's K is cut into chunks of KC elements (KC a multiple of the stage depth
  * TK, or KC >= K for one chunk). A schedule with SPLIT s cuts every tile's chunks

@@ -30,7 +30,8 @@ TEST(Schedules, NameSpellsOutTheParameters)
         std::string want = "m" + std::to_string(i->tile_m) + "n" + std::to_string(i->tile_n) + "k" +
                            std::to_string(i->tile_k) + "_s" + std::to_string(i->stages) +
                            (i->swap_ab ? "_swap" : "") + (i->raster == MKG_RASTER_M ? "_rm" : "_rn") + "_g" +
-                           std::to_string(i->group) + (i->split > 1 ? "_sk" + std::to_string(i->split) : "");
+                           std::to_string(i->group) + (i->split > 1 ? "_sk" + std::to_string(i->split) : "") +
+                           (i->cluster > 1 ? "_c" + std::to_string(i->cluster) : "");
         EXPECT_EQ(want, i->name);
     }
 }
@@ -50,6 +51,14 @@ TEST(Schedules, EveryRowFitsTheLaunchShape)
         EXPECT_TRUE(p == 64 || p == 128) << i->name;
         if (i->split > 1)
             EXPECT_LE(mkg_schedule_wgmma_n(s), MKG_CHUNKED_MAX_WN) << i->name << ": a split row must handle chunks";
+        EXPECT_GE(i->cluster, 1) << i->name;
+        EXPECT_LE(i->cluster, MKG_LAUNCH_MAX_CLUSTER) << i->name;
+        if (i->cluster > 1) {
+            EXPECT_EQ(i->split, 1) << i->name;
+            EXPECT_EQ(i->swap_ab, 0) << i->name;
+            EXPECT_EQ(i->tile_n % (8 * i->cluster), 0) << i->name << ": each CTA multicasts whole swizzle atoms";
+            EXPECT_GE(mkg_box_class(i->tile_n / i->cluster), 0) << i->name << ": B box of TN / CL rows";
+        }
     }
     EXPECT_LE(MKG_LAUNCH_SMEM_BYTES, 227 * 1024);
 }

@@ -26,7 +26,41 @@ void expect_each_tile_once(int tiles_m, int tiles_n, int raster, int group)
                               << tiles_n << " raster " << raster << " group " << group;
 }
 
+// Cluster rows: cluster unit u, CTA rank r; tiles past tiles_m are the odd last row.
+void expect_each_cluster_tile_once(int tiles_m, int tiles_n, int cl, int raster, int group)
+{
+    std::vector<int> hits(static_cast<size_t>(tiles_m) * tiles_n, 0);
+    const int units = mkg_ceil_div(tiles_m, cl) * tiles_n;
+    for (int u = 0; u < units; ++u) {
+        const mkg_tile t0 = mkg_tile_of_cluster_unit(u, 0, cl, tiles_m, tiles_n, raster, group);
+        for (int r = 0; r < cl; ++r) {
+            const mkg_tile t = mkg_tile_of_cluster_unit(u, r, cl, tiles_m, tiles_n, raster, group);
+            ASSERT_EQ(t.n, t0.n) << "a cluster shares one B tile column";
+            ASSERT_EQ(t.m, t0.m + r);
+            ASSERT_EQ(t0.m % cl, 0);
+            ASSERT_GE(t.n, 0);
+            ASSERT_LT(t.n, tiles_n);
+            if (t.m < tiles_m)
+                ++hits[static_cast<size_t>(t.m) * tiles_n + t.n];
+            else
+                ASSERT_EQ(t.m / cl, (tiles_m - 1) / cl) << "only the last cluster row reaches past M";
+        }
+    }
+    for (size_t i = 0; i < hits.size(); ++i)
+        ASSERT_EQ(hits[i], 1) << "tile " << i / tiles_n << "," << i % tiles_n << " of " << tiles_m << "x"
+                              << tiles_n << " cluster " << cl << " raster " << raster << " group " << group;
+}
+
 }  // namespace
+
+TEST(TileOrder, ClusterUnitsCoverEveryTileOnce)
+{
+    for (int raster : {MKG_RASTER_M, MKG_RASTER_N})
+        for (int g : {0, 1, 3, 8, 16})
+            for (int tm = 1; tm <= 21; ++tm)
+                for (int tn = 1; tn <= 19; ++tn)
+                    expect_each_cluster_tile_once(tm, tn, 2, raster, g);
+}
 
 TEST(TileOrder, EveryTileOnceOnRaggedGrids)
 {
@@ -46,6 +80,13 @@ TEST(TileOrder, EveryScheduleRowOnRaggedShapes)
         for (int m : sizes)
             for (int n : sizes) {
                 const int tiles_m = mkg_ceil_div(m, i->tile_m), tiles_n = mkg_ceil_div(n, i->tile_n);
+                if (i->cluster > 1) {
+                    const int cl = i->cluster;
+                    EXPECT_EQ(mkg_schedule_units(s, m, n, 4096, 0), mkg_ceil_div(tiles_m, cl) * cl * tiles_n)
+                        << i->name;
+                    expect_each_cluster_tile_once(tiles_m, tiles_n, cl, i->raster, i->group);
+                    continue;
+                }
                 EXPECT_EQ(mkg_schedule_units(s, m, n, 4096, 0), tiles_m * tiles_n) << i->name;
                 expect_each_tile_once(tiles_m, tiles_n, i->raster, i->group);
             }
@@ -126,9 +167,10 @@ TEST(ChunkSplit, UnitsCountTilesTimesSplits)
 {
     for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
         const mkg_schedule_info *i = mkg_schedule_get(s);
-        const int tiles = mkg_ceil_div(1000, i->tile_m) * mkg_ceil_div(2048, i->tile_n);
+        const int tiles = mkg_ceil_div(1000, i->tile_m * i->cluster) * i->cluster * mkg_ceil_div(2048, i->tile_n);
         EXPECT_EQ(mkg_schedule_units(s, 1000, 2048, 4096, 0), tiles) << i->name;
-        EXPECT_EQ(mkg_schedule_units(s, 1000, 2048, 4096, 512), tiles * std::min(i->split, 8)) << i->name;
+        if (i->cluster == 1)
+            EXPECT_EQ(mkg_schedule_units(s, 1000, 2048, 4096, 512), tiles * std::min(i->split, 8)) << i->name;
         if (i->split > 1) {
             EXPECT_EQ(mkg_schedule_workspace_bytes(s, 1000, 2048, 4096, 0), 0u) << "one chunk: no split";
             EXPECT_GE(mkg_schedule_workspace_bytes(s, 1000, 2048, 4096, 512),
