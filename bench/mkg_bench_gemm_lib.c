@@ -181,6 +181,11 @@ static void mkg_bench_alloc_sets(const mkg_bench_cfg *cfg, mkg_bench_problem *p,
         const mkg_gemm_desc d = mkg_bench_desc(p, s);
         MKG_BENCH_MKG_CHECK(mkg_gemm_create(&d, &s->op));
     }
+    for (int c = 0; c < MKG_SCHED_COUNT && p->nsets > 0; ++c)
+        if (mkg_schedule_get(c)->cluster > 1 && p->m >= 4096 && p->n == p->k)
+            printf("note: %s runs %d CTAs (%d clusters of %d resident at once)\n", mkg_schedule_get(c)->name,
+                   mkg_gemm_launch_grid(p->sets[0].op, c, 0), mkg_gemm_cluster_fit(p->sets[0].op, c),
+                   mkg_schedule_get(c)->cluster);
     MKG_CUDA_CHECK(cudaStreamSynchronize(cfg->stream));
 }
 

@@ -160,19 +160,12 @@ fail:
     return st;
 }
 
-mkg_status mkg_gemm_launch(const mkg_gemm_op *op, int s, int grid, cudaStream_t stream)
+int mkg_gemm_launch_grid(const mkg_gemm_op *op, int s, int grid)
 {
-    if (!op)
-        return MKG_ERR_NULL_DESC;
-    mkg_status st = mkg_schedule_check(&op->desc, s);
-    if (st != MKG_OK)
-        return st;
-    if (grid < 0)
-        return MKG_ERR_BAD_GRID;
-    const mkg_gemm_desc *d = &op->desc;
-    if (mkg_schedule_workspace_bytes(s, d->m, d->n, d->k, d->kc) > (d->workspace ? d->workspace_bytes : 0))
-        return MKG_ERR_WORKSPACE_TOO_SMALL;
     const mkg_schedule_info *info = mkg_schedule_get(s);
+    if (!op || !info || grid < 0)
+        return 0;
+    const mkg_gemm_desc *d = &op->desc;
     const int units = mkg_schedule_units(s, d->m, d->n, d->k, d->kc);
     int g = grid == 0 ? op->sms : grid;
     if (g > units)
@@ -187,6 +180,29 @@ mkg_status mkg_gemm_launch(const mkg_gemm_op *op, int s, int grid, cudaStream_t 
         if (fit > 0 && g > fit * cl)
             g = fit * cl;
     }
+    return g;
+}
+
+int mkg_gemm_cluster_fit(const mkg_gemm_op *op, int s)
+{
+    return op && s >= 0 && s < MKG_SCHED_COUNT ? op->cluster_fit[s] : 0;
+}
+
+mkg_status mkg_gemm_launch(const mkg_gemm_op *op, int s, int grid, cudaStream_t stream)
+{
+    if (!op)
+        return MKG_ERR_NULL_DESC;
+    mkg_status st = mkg_schedule_check(&op->desc, s);
+    if (st != MKG_OK)
+        return st;
+    if (grid < 0)
+        return MKG_ERR_BAD_GRID;
+    const mkg_gemm_desc *d = &op->desc;
+    if (mkg_schedule_workspace_bytes(s, d->m, d->n, d->k, d->kc) > (d->workspace ? d->workspace_bytes : 0))
+        return MKG_ERR_WORKSPACE_TOO_SMALL;
+    const mkg_schedule_info *info = mkg_schedule_get(s);
+    const int cl = info->cluster;
+    const int g = mkg_gemm_launch_grid(op, s, grid);
 
     const mkg_gemm_params *p = op->dev;
     int raster = info->raster, group = info->group, split = info->split;

@@ -116,6 +116,13 @@ mkg_status mkg_gemm_create(const mkg_gemm_desc *d, mkg_gemm_op **out);
  *  rows (CL > 1) round the grid up to whole clusters, at most as many as are resident at once. */
 mkg_status mkg_gemm_launch(const mkg_gemm_op *op, int s, int grid, cudaStream_t stream);
 
+/** CTAs that mkg_gemm_launch(op, s, grid, ...) runs (0 for a bad op, schedule or grid). */
+int mkg_gemm_launch_grid(const mkg_gemm_op *op, int s, int grid);
+
+/** Cluster rows: clusters of schedule s's kernel resident at once, as the runtime
+ *  reported it when op was created (0: not a cluster row, or unknown). */
+int mkg_gemm_cluster_fit(const mkg_gemm_op *op, int s);
+
 /** Device address of the op's mkg_gemm_params, for inline callers. */
 const mkg_gemm_params *mkg_gemm_device_params(const mkg_gemm_op *op);
 
