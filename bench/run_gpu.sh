@@ -21,7 +21,7 @@ log="$out/log.txt"
 commit=${MKG_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
 if [ -n "$(git -C "$root" status --porcelain 2>/dev/null)" ]; then commit="$commit-dirty"; fi
 export MKG_COMMIT="$commit"
-say() { echo "== $*" | tee -a "$log"; }
+say() { echo "== $(date -u +%T) $*" | tee -a "$log"; }
 has() { [[ "$stages" == *",$1,"* ]]; }
 
 say "commit $commit  $(date -u +%FT%TZ)"
