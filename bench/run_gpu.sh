@@ -8,7 +8,8 @@
 #   MKG_NCU_ONLY  shape for the ncu stage (square_8192)
 #   MKG_GTEST_FILTER  gtest filter for the test stage (default: all GPU tests)
 #   MKG_MK_ARGS  extra mkg_demo arguments (mk stage: megakernel demo, JSON and a decode timeline)
-#   MKG_SANITIZE_FILTER gtest filter for the compute-sanitizer stage
+#   MKG_SANITIZE_FILTER gtest filter for the compute-sanitizer stage (MKG_TEST_SCHEDULES=sub,..
+#                limits the GEMM sweep to rows whose name holds a listed substring)
 #   MKG_CMAKE_ARGS extra cmake configure arguments; MKG_TEST_TIMEOUT seconds for the test stage (900)
 # Every stage runs under a time limit so a hang cannot eat the lease.
 set -u -o pipefail

@@ -12,6 +12,7 @@
 //   fp16 out: 2^-11 + 2e-5 (11 significant bits)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -59,6 +60,26 @@ std::string shape_str(int m, int n, int k)
     return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
 }
 
+// MKG_TEST_SCHEDULES=sub1,sub2 (used under compute-sanitizer to spend its time on new
+// rows) runs schedule 0, the bitwise anchor, and the rows whose name contains a listed
+// substring; unset, every row runs.
+bool schedule_selected(int s)
+{
+    const char *f = std::getenv("MKG_TEST_SCHEDULES");
+    if (s == 0 || !f || !*f)
+        return true;
+    const std::string name = sched_name(s), list = f;
+    size_t at = 0;
+    while (at <= list.size()) {
+        const size_t end = std::min(list.find(',', at), list.size());
+        const std::string sub = list.substr(at, end - at);
+        if (!sub.empty() && name.find(sub) != std::string::npos)
+            return true;
+        at = end + 1;
+    }
+    return false;
+}
+
 // Runs every schedule on one case; checks accuracy, writes outside M x N and
 // bitwise equality with schedule 0. Appends the schedules whose bits differ.
 void check_all_schedules(mkg_case *c, double *worst_rel, std::vector<int> *differ)
@@ -70,7 +91,7 @@ void check_all_schedules(mkg_case *c, double *worst_rel, std::vector<int> *diffe
     int first = -1;
     for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
         const mkg_gemm_desc d = mkg_case_desc(c, c->m);
-        if (mkg_schedule_check(&d, s) != MKG_OK)
+        if (mkg_schedule_check(&d, s) != MKG_OK || !schedule_selected(s))
             continue;                                  // e.g. wgmma N 256 rows on a chunked K
         ASSERT_EQ(mkg_case_run(c, s, 0, c->m), MKG_OK) << where << " " << sched_name(s);
         mkg_err_stats e;
@@ -127,7 +148,9 @@ void sweep(unsigned long long seed, mkg_dtype in, mkg_dtype out)
                 mkg_dtype_name(in), mkg_dtype_name(out), shapes, MKG_SCHED_COUNT, worst, bound_for(out).max_rel);
     for (int s = 0; s < MKG_SCHED_COUNT; ++s)
         std::printf("[ bitwise  ] %-28s %s\n", sched_name(s),
-                    differ_count[s] ? "DIFFERS from schedule 0" : "identical to schedule 0 on every shape");
+                    !schedule_selected(s) ? "not run (MKG_TEST_SCHEDULES)"
+                    : differ_count[s]     ? "DIFFERS from schedule 0"
+                                          : "identical to schedule 0 on every shape");
 }
 
 }  // namespace
