@@ -32,6 +32,7 @@ typedef struct mkg_bench_args {
     const char *autotune_out;   /* table file to write from the measurements, NULL: none */
     int replays;
     int min_m, max_m;
+    int pdl;
 } mkg_bench_args;
 
 static void mkg_bench_usage(FILE *f)
@@ -39,7 +40,7 @@ static void mkg_bench_usage(FILE *f)
     fprintf(f,
             "usage: mkg_bench_gemm --out PATH [--shapes FILE] [--dtype bf16|fp16|all] [--commit STR]\n"
             "                      [--replays N] [--only NAME[,NAME..]] [--max-m N] [--min-m N]\n"
-            "                      [--table FILE] [--autotune-out FILE]\n"
+            "                      [--table FILE] [--autotune-out FILE] [--pdl 0|1]\n"
             "  --out PATH      results JSON to write (required)\n"
             "  --shapes FILE   shapes CSV `name,N,K,M values` (default %s)\n"
             "  --dtype D       input and output dtype: bf16, fp16 or all (default bf16)\n"
@@ -51,6 +52,8 @@ static void mkg_bench_usage(FILE *f)
             "  --table FILE    also dispatch from this table file (written by --autotune-out for the\n"
             "                  same shapes file and GPU): JSON tuned_schedule, tuned_us; if it does not\n"
             "                  load, says why and runs the cost model only\n"
+            "  --pdl 0|1       1: also time every schedule launched with programmatic dependent launch\n"
+            "                  (MKG_LAUNCH_FLAG_PDL): JSON oracle_pdl_*, schedules_pdl (default 0)\n"
             "  --autotune-out FILE\n"
             "                  after the runs, write a table file: per (layer, M bucket) the fastest\n"
             "                  measured schedule, the cost model where nothing was measured\n"
@@ -111,6 +114,8 @@ static void mkg_bench_parse_args(int argc, char **argv, mkg_bench_args *a)
             a->min_m = mkg_bench_int_arg(flag, value);
         else if (strcmp(flag, "--max-m") == 0)
             a->max_m = mkg_bench_int_arg(flag, value);
+        else if (strcmp(flag, "--pdl") == 0)
+            a->pdl = mkg_bench_int_arg(flag, value) != 0;
         else {
             fprintf(stderr, "mkg_bench_gemm: unknown option %s\n", flag);
             mkg_bench_usage(stderr);
@@ -217,6 +222,7 @@ int main(int argc, char **argv)
     memset(&meta, 0, sizeof meta);
     memset(&layers, 0, sizeof layers);
     mkg_bench_init(&cfg, args.replays);
+    cfg.pdl = args.pdl;
     if ((args.table || args.autotune_out) && mkg_bench_layers_create(&cfg, shapes, nshapes, &layers) != 0)
         return 1;
     if (args.table) {

@@ -39,6 +39,7 @@ typedef struct mkg_bench_cfg {
     cudaStream_t stream;
     cublasLtHandle_t lt;
     void *workspace;            /* MKG_BENCH_WORKSPACE_BYTES of device memory */
+    int pdl;                    /* 1: also time every schedule launched with MKG_LAUNCH_FLAG_PDL */
 } mkg_bench_cfg;
 
 /* Opens the current device (call mkg_device_check() first) and readies the dispatch
@@ -73,6 +74,10 @@ typedef struct mkg_bench_row {
     double tflops;              /* of mkg_us */
     int eligible[MKG_SCHED_COUNT];      /* 1: timed and checked */
     double sched_us[MKG_SCHED_COUNT];   /* microseconds per GEMM, eligible schedules */
+    double pdl_us[MKG_SCHED_COUNT];     /* the same launched with MKG_LAUNCH_FLAG_PDL */
+    int oracle_pdl;                     /* fastest eligible schedule under PDL launches */
+    double oracle_pdl_us;
+    int pdl_bitexact;                   /* 1: every PDL launch wrote the plain launch's bits */
     double sched_err[MKG_SCHED_COUNT];  /* max_rel_err, eligible schedules */
     int mismatch[MKG_SCHED_COUNT];      /* 1: C differs bitwise from the first eligible schedule */
 } mkg_bench_row;

@@ -350,7 +350,8 @@ static void mkg_bench_problem_free(mkg_bench_problem *p)
 typedef enum mkg_bench_kind {
     MKG_BENCH_MKGEMM = 0,       /* id: mkgemm schedule, host-launched */
     MKG_BENCH_CUBLAS = 1,       /* id: index into the cuBLASLt heuristic candidates */
-    MKG_BENCH_DISPATCH = 2      /* id: index into p->table, run by the device dispatcher */
+    MKG_BENCH_DISPATCH = 2,     /* id: index into p->table, run by the device dispatcher */
+    MKG_BENCH_MKGEMM_PDL = 3    /* id: mkgemm schedule, launched with MKG_LAUNCH_FLAG_PDL */
 } mkg_bench_kind;
 
 typedef struct mkg_bench_cand {
@@ -368,8 +369,9 @@ static mkg_bench_cand mkg_bench_cand_of(mkg_bench_kind kind, int id)
 static void mkg_bench_enqueue(const mkg_bench_cfg *cfg, const mkg_bench_problem *p, mkg_bench_cand c, int set)
 {
     const mkg_bench_set *s = &p->sets[set];
-    if (c.kind == MKG_BENCH_MKGEMM) {
-        MKG_BENCH_MKG_CHECK(mkg_gemm_launch(s->op, c.id, 0, cfg->stream));
+    if (c.kind == MKG_BENCH_MKGEMM || c.kind == MKG_BENCH_MKGEMM_PDL) {
+        const unsigned int flags = c.kind == MKG_BENCH_MKGEMM_PDL ? MKG_LAUNCH_FLAG_PDL : 0u;
+        MKG_BENCH_MKG_CHECK(mkg_gemm_launch_ex(s->op, c.id, 0, flags, cfg->stream));
         return;
     }
     if (c.kind == MKG_BENCH_DISPATCH) {
@@ -598,6 +600,18 @@ static void mkg_bench_check(const mkg_bench_cfg *cfg, const mkg_bench_problem *p
         row->mismatch[s] = differ != 0;
         row->bitexact = row->bitexact && differ == 0;
     }
+    /* The PDL launch of every schedule must write the same bits (after the poisoning
+     * memset: a kernel that touched C or read A/B before its wait would show). */
+    row->pdl_bitexact = 1;
+    for (int s = 0; s < MKG_SCHED_COUNT && cfg->pdl; ++s) {
+        if (!row->eligible[s])
+            continue;
+        long long differ = 0;
+        mkg_bench_run_once(cfg, p, mkg_bench_cand_of(MKG_BENCH_MKGEMM_PDL, s));
+        MKG_CUDA_CHECK(mkg_count_mismatch_gpu(p->sets[0].c, p->n, first, p->n, p->m, p->n, (int)p->esize, &differ,
+                                              cfg->stream));
+        row->pdl_bitexact = row->pdl_bitexact && differ == 0;
+    }
     mkg_bench_run_once(cfg, p, mkg_bench_cand_of(MKG_BENCH_CUBLAS, 0));
     row->cublas_max_rel_err = mkg_bench_ref_error(cfg, p, &ref, p->sets[0].c);
     MKG_CUDA_CHECK(cudaFree(first));
@@ -662,12 +676,16 @@ int mkg_bench_schedule_eligible(const mkg_gemm_desc *d, int s)
  * table and every cuBLASLt candidate, all in the same interleaved rounds. */
 static void mkg_bench_time_all(const mkg_bench_cfg *cfg, const mkg_bench_problem *p, mkg_bench_row *row)
 {
-    mkg_bench_cand cands[MKG_SCHED_COUNT + 2 + MKG_BENCH_LT_ALGOS];
-    double us[MKG_SCHED_COUNT + 2 + MKG_BENCH_LT_ALGOS];
+    mkg_bench_cand cands[2 * MKG_SCHED_COUNT + 2 + MKG_BENCH_LT_ALGOS];
+    double us[2 * MKG_SCHED_COUNT + 2 + MKG_BENCH_LT_ALGOS];
     int count = 0;
     for (int s = 0; s < MKG_SCHED_COUNT; ++s)
         if (row->eligible[s])
             cands[count++] = mkg_bench_cand_of(MKG_BENCH_MKGEMM, s);
+    const int first_pdl = count;
+    for (int s = 0; s < MKG_SCHED_COUNT && cfg->pdl; ++s)
+        if (row->eligible[s])
+            cands[count++] = mkg_bench_cand_of(MKG_BENCH_MKGEMM_PDL, s);
     const int first_dispatch = count;
     for (int t = 0; t < 2; ++t)
         if (p->table[t])
@@ -678,12 +696,20 @@ static void mkg_bench_time_all(const mkg_bench_cfg *cfg, const mkg_bench_problem
     mkg_bench_time_interleaved(cfg, p, cands, count, us);
 
     row->oracle = -1;
-    for (int c = 0; c < first_dispatch; ++c) {
+    for (int c = 0; c < first_pdl; ++c) {
         const int s = cands[c].id;
         row->sched_us[s] = us[c];
         if (row->oracle < 0 || us[c] < row->sched_us[row->oracle])
             row->oracle = s;
     }
+    row->oracle_pdl = -1;
+    for (int c = first_pdl; c < first_dispatch; ++c) {
+        const int s = cands[c].id;
+        row->pdl_us[s] = us[c];
+        if (row->oracle_pdl < 0 || us[c] < row->pdl_us[row->oracle_pdl])
+            row->oracle_pdl = s;
+    }
+    row->oracle_pdl_us = row->oracle_pdl < 0 ? NAN : row->pdl_us[row->oracle_pdl];
     for (int c = first_dispatch; c < first_lt; ++c) {
         if (cands[c].id == 0)
             row->mkg_us = us[c];
@@ -790,25 +816,33 @@ static void mkg_bench_mean_print(const char *what, const mkg_bench_mean *g)
 
 void mkg_bench_print_summary(const mkg_bench_row *rows, int count, mkg_dtype dt)
 {
-    mkg_bench_mean big, big_oracle, big_tuned, all, pick, tuned_pick;
+    mkg_bench_mean big, big_oracle, big_tuned, all, pick, tuned_pick, big_pdl, small_oracle, small_pdl;
     const mkg_bench_row *square = NULL;
     int seen = 0, differ = 0;
     memset(&big, 0, sizeof big);
-    big_oracle = big_tuned = all = pick = tuned_pick = big;
+    big_oracle = big_tuned = all = pick = tuned_pick = big_pdl = small_oracle = small_pdl = big;
+    int pdl_differ = 0;
     for (int i = 0; i < count; ++i) {
         const mkg_bench_row *r = &rows[i];
         if (r->dtype != dt)
             continue;
         ++seen;
         differ += !r->dispatch_bitexact || (r->tuned && !r->tuned_bitexact);
+        pdl_differ += !r->pdl_bitexact;
         if (strcmp(r->shape, "square_8192") == 0)
             square = r;
         mkg_bench_mean_add(&all, mkg_bench_ratio(r), r);
         mkg_bench_mean_add(&pick, r->oracle_us / r->mkg_us, r);
         if (r->tuned)
             mkg_bench_mean_add(&tuned_pick, r->oracle_us / r->tuned_us, r);
-        if (r->m < 512)
+        if (r->m < 512) {
+            mkg_bench_mean_add(&small_oracle, r->cublas_best_us / r->oracle_us, r);
+            if (r->oracle_pdl >= 0)
+                mkg_bench_mean_add(&small_pdl, r->cublas_best_us / r->oracle_pdl_us, r);
             continue;
+        }
+        if (r->oracle_pdl >= 0)
+            mkg_bench_mean_add(&big_pdl, r->cublas_best_us / r->oracle_pdl_us, r);
         mkg_bench_mean_add(&big, mkg_bench_ratio(r), r);
         mkg_bench_mean_add(&big_oracle, r->cublas_best_us / r->oracle_us, r);
         if (r->tuned)
@@ -820,6 +854,16 @@ void mkg_bench_print_summary(const mkg_bench_row *rows, int count, mkg_dtype dt)
            mkg_dtype_name(dt));
     mkg_bench_mean_print("dispatched vs cuBLASLt, M >= 512 (cublas_best_us / mkg_us)", &big);
     mkg_bench_mean_print("oracle vs cuBLASLt, M >= 512 (cublas_best_us / oracle_us)", &big_oracle);
+    mkg_bench_mean_print("oracle vs cuBLASLt, M < 512", &small_oracle);
+    if (big_pdl.count + small_pdl.count > 0) {
+        mkg_bench_mean_print("oracle with PDL launches vs cuBLASLt, M >= 512 (cublas_best_us / oracle_pdl_us)",
+                             &big_pdl);
+        mkg_bench_mean_print("oracle with PDL launches vs cuBLASLt, M < 512", &small_pdl);
+        if (pdl_differ)
+            printf("  PDL launches wrote different bits in %d rows\n", pdl_differ);
+        else
+            printf("  PDL launches wrote the plain launches' bits in every row\n");
+    }
     if (tuned_pick.count > 0)
         mkg_bench_mean_print("tuned vs cuBLASLt, M >= 512 (cublas_best_us / tuned_us)", &big_tuned);
     mkg_bench_mean_print("dispatched vs cuBLASLt, all rows", &all);
@@ -1183,6 +1227,24 @@ static void mkg_json_row(FILE *f, const mkg_bench_row *r)
             continue;
         fprintf(f, "%s\"%s\": ", first ? "" : ", ", mkg_schedule_get(s)->name);
         mkg_json_number(f, "%.3f", r->sched_us[s]);
+        first = 0;
+    }
+    if (r->oracle_pdl < 0) {
+        fputs("},\n     \"oracle_pdl_schedule\": null, \"oracle_pdl_us\": null, \"pdl_bitexact\": null, "
+              "\"schedules_pdl\": null}", f);
+        return;
+    }
+    fputs("},\n     \"oracle_pdl_schedule\": ", f);
+    mkg_json_string(f, mkg_schedule_get(r->oracle_pdl)->name);
+    fputs(", \"oracle_pdl_us\": ", f);
+    mkg_json_number(f, "%.3f", r->oracle_pdl_us);
+    fprintf(f, ", \"pdl_bitexact\": %s,\n     \"schedules_pdl\": {", r->pdl_bitexact ? "true" : "false");
+    first = 1;
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        if (!r->eligible[s])
+            continue;
+        fprintf(f, "%s\"%s\": ", first ? "" : ", ", mkg_schedule_get(s)->name);
+        mkg_json_number(f, "%.3f", r->pdl_us[s]);
         first = 0;
     }
     fputs("}}", f);

@@ -69,6 +69,11 @@ mkg_gemm_persistent_sm90(const mkg_gemm_params *__restrict__ p, int raster, int 
         mkg_cluster_sync();                          // peers' barriers exist before any multicast
     else
         __syncthreads();
+    // Launched with programmatic stream serialization (MKG_LAUNCH_PDL), the set-up above
+    // overlapped the previous kernel's tail; nothing reads A, B or the workspace or
+    // writes C before that kernel has completed. Otherwise both are no-ops.
+    mkg_griddep_wait();
+    mkg_griddep_launch_dependents();
 
     const int m = p->m;
     const int units = mkg_unit_count<TM, TN, CL>(p, m, split);

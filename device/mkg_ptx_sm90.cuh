@@ -280,6 +280,22 @@ static __device__ __forceinline__ void mkg_fence_proxy_async_global(void)
     asm volatile("fence.proxy.async.global;" ::: "memory");
 }
 
+// ---- programmatic dependent launch (PTX ISA 9.7.13.x griddepcontrol) -----------------
+
+// Waits until every grid this one depends on programmatically has completed and its
+// memory is visible; returns at once for a grid launched without that dependency.
+static __device__ __forceinline__ void mkg_griddep_wait(void)
+{
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+
+// Lets the grid that depends on this one be launched now (its CTAs take SMs as ours
+// leave them, then wait in mkg_griddep_wait until this grid completes).
+static __device__ __forceinline__ void mkg_griddep_launch_dependents(void)
+{
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
 static __device__ __forceinline__ uint64_t mkg_globaltimer(void)
 {
     uint64_t t;

@@ -190,6 +190,11 @@ int mkg_gemm_cluster_fit(const mkg_gemm_op *op, int s)
 
 mkg_status mkg_gemm_launch(const mkg_gemm_op *op, int s, int grid, cudaStream_t stream)
 {
+    return mkg_gemm_launch_ex(op, s, grid, 0u, stream);
+}
+
+mkg_status mkg_gemm_launch_ex(const mkg_gemm_op *op, int s, int grid, unsigned int flags, cudaStream_t stream)
+{
     if (!op)
         return MKG_ERR_NULL_DESC;
     mkg_status st = mkg_schedule_check(&op->desc, s);
@@ -197,6 +202,8 @@ mkg_status mkg_gemm_launch(const mkg_gemm_op *op, int s, int grid, cudaStream_t 
         return st;
     if (grid < 0)
         return MKG_ERR_BAD_GRID;
+    if ((flags & ~MKG_LAUNCH_FLAG_PDL) != 0u)
+        return MKG_ERR_BAD_FLAGS;
     const mkg_gemm_desc *d = &op->desc;
     if (mkg_schedule_workspace_bytes(s, d->m, d->n, d->k, d->kc) > (d->workspace ? d->workspace_bytes : 0))
         return MKG_ERR_WORKSPACE_TOO_SMALL;
@@ -213,20 +220,25 @@ mkg_status mkg_gemm_launch(const mkg_gemm_op *op, int s, int grid, cudaStream_t 
     if (!kernel)
         return MKG_ERR_SCHEDULE_INELIGIBLE;
     cudaLaunchConfig_t cfg;
-    cudaLaunchAttribute attr;
+    cudaLaunchAttribute attr[2];
     memset(&cfg, 0, sizeof cfg);
-    memset(&attr, 0, sizeof attr);
+    memset(attr, 0, sizeof attr);
     cfg.gridDim = gd;
     cfg.blockDim = bd;
     cfg.dynamicSmemBytes = MKG_LAUNCH_SMEM_BYTES;
     cfg.stream = stream;
+    cfg.attrs = attr;
     if (cl > 1) {
-        attr.id = cudaLaunchAttributeClusterDimension;
-        attr.val.clusterDim.x = (unsigned)cl;
-        attr.val.clusterDim.y = 1;
-        attr.val.clusterDim.z = 1;
-        cfg.attrs = &attr;
-        cfg.numAttrs = 1;
+        attr[cfg.numAttrs].id = cudaLaunchAttributeClusterDimension;
+        attr[cfg.numAttrs].val.clusterDim.x = (unsigned)cl;
+        attr[cfg.numAttrs].val.clusterDim.y = 1;
+        attr[cfg.numAttrs].val.clusterDim.z = 1;
+        ++cfg.numAttrs;
+    }
+    if (flags & MKG_LAUNCH_FLAG_PDL) {
+        attr[cfg.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[cfg.numAttrs].val.programmaticStreamSerializationAllowed = 1;
+        ++cfg.numAttrs;
     }
     if (cudaLaunchKernelExC(&cfg, kernel, args) != cudaSuccess) {
         (void)cudaGetLastError();

@@ -116,6 +116,15 @@ mkg_status mkg_gemm_create(const mkg_gemm_desc *d, mkg_gemm_op **out);
  *  rows (CL > 1) round the grid up to whole clusters, at most as many as are resident at once. */
 mkg_status mkg_gemm_launch(const mkg_gemm_op *op, int s, int grid, cudaStream_t stream);
 
+/** mkg_gemm_launch with flags (MKG_LAUNCH_FLAG_*; unknown bits: MKG_ERR_BAD_FLAGS).
+ *  MKG_LAUNCH_FLAG_PDL launches with programmatic stream serialization: the kernel's
+ *  set-up (barrier init, tensor-map prefetch) overlaps the tail of the previous kernel
+ *  in the stream, and it reads A, B and the workspace and writes C only after that
+ *  kernel has completed (griddepcontrol.wait). The op's params must not be written by
+ *  the previous kernel. */
+#define MKG_LAUNCH_FLAG_PDL 1u
+mkg_status mkg_gemm_launch_ex(const mkg_gemm_op *op, int s, int grid, unsigned int flags, cudaStream_t stream);
+
 /** CTAs that mkg_gemm_launch(op, s, grid, ...) runs (0 for a bad op, schedule or grid). */
 int mkg_gemm_launch_grid(const mkg_gemm_op *op, int s, int grid);
 

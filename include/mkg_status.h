@@ -64,7 +64,8 @@ extern "C" {
     X(MKG_ERR_TABLE_GPU,            "schedule table file is for another GPU or SM count")    \
     X(MKG_ERR_STALLED,              "a megakernel dependency wait timed out (the stall record names the task)") \
     X(MKG_ERR_DISPATCH,             "the device dispatcher rejected a table entry (see the error word)") \
-    X(MKG_ERR_TABLE_LAYER,          "schedule table file does not match the layer list")
+    X(MKG_ERR_TABLE_LAYER,          "schedule table file does not match the layer list")     \
+    X(MKG_ERR_BAD_FLAGS,            "launch flags hold a bit that is not an MKG_LAUNCH_FLAG_*")
 
 typedef enum mkg_status {
 #define MKG_X_ENUM(code, msg) code,

@@ -282,6 +282,25 @@ TEST_F(Gpu, ChunkedKBitwiseAcrossSchedulesSplitsPrefixesAndGrids)
     }
 }
 
+// Programmatic dependent launch: a GEMM that consumes the previous GEMM's output and is
+// launched with MKG_LAUNCH_FLAG_PDL must not read it early (griddepcontrol.wait), on one
+// plain, one chunk-capable and one cluster row; unknown flag bits are refused.
+TEST_F(Gpu, PdlLaunchedChainMatchesPlainLaunches)
+{
+    const int rows[] = {MKG_SCHED_m128n256k64_s4_rm_g8, MKG_SCHED_m128n128k64_s6_rn_g8,
+                        MKG_SCHED_m128n256k64_s4_rn_g8_c2, MKG_SCHED_m16n128k64_s8_swap_rn_g8};
+    for (int s : rows) {
+        for (int m : {16, 1000}) {
+            long long mismatch = -1;
+            mkg_status bad = MKG_OK;
+            ASSERT_EQ(mkg_shim_pdl_chain(s, m, 1024, 512, 768, 8, seed_ + (unsigned)m, &mismatch, &bad), MKG_OK)
+                << sched_name(s);
+            EXPECT_EQ(mismatch, 0) << sched_name(s) << " M=" << m << ": the PDL-launched chain differs";
+            EXPECT_EQ(bad, MKG_ERR_BAD_FLAGS);
+        }
+    }
+}
+
 TEST_F(Gpu, NanAndInfPropagate)
 {
     const int m = 130, n = 136, k = 256;

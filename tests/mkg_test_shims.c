@@ -194,3 +194,86 @@ mkg_status mkg_case_download(const mkg_case *c, void *host)
         return MKG_ERR_CUDA;
     return MKG_OK;
 }
+
+static mkg_gemm_desc mkg_shim_bf16_desc(int m, int n, int k, const void *a, const void *b, void *c)
+{
+    mkg_gemm_desc d;
+    memset(&d, 0, sizeof d);
+    d.m = m;
+    d.n = n;
+    d.k = k;
+    d.a_type = d.b_type = d.c_type = MKG_DTYPE_BF16;
+    d.a = a;
+    d.b = b;
+    d.c = c;
+    d.lda = d.ldb = k;
+    d.ldc = n;
+    d.epilogue = MKG_EPI_STORE;
+    return d;
+}
+
+mkg_status mkg_shim_pdl_chain(int s, int m, int n, int k, int n2, int reps, unsigned long long seed,
+                              long long *mismatch, mkg_status *bad_flags)
+{
+    void *a = NULL, *b = NULL, *b2 = NULL, *c1 = NULL, *c2 = NULL, *ref = NULL;
+    mkg_gemm_op *op1 = NULL, *op2 = NULL;
+    cudaStream_t st = NULL;
+    mkg_status rc = MKG_ERR_CUDA;
+    *mismatch = -1;
+    if (cudaMalloc(&a, (size_t)m * k * 2) != cudaSuccess || cudaMalloc(&b, (size_t)n * k * 2) != cudaSuccess ||
+        cudaMalloc(&b2, (size_t)n2 * n * 2) != cudaSuccess || cudaMalloc(&c1, (size_t)m * n * 2) != cudaSuccess ||
+        cudaMalloc(&c2, (size_t)m * n2 * 2) != cudaSuccess || cudaMalloc(&ref, (size_t)m * n2 * 2) != cudaSuccess ||
+        cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) != cudaSuccess)
+        goto out;
+    if (mkg_fill_random(a, MKG_DTYPE_BF16, m, k, k, seed, 1.0f, st) != cudaSuccess ||
+        mkg_fill_random(b, MKG_DTYPE_BF16, n, k, k, seed + 1, 1.0f, st) != cudaSuccess ||
+        mkg_fill_random(b2, MKG_DTYPE_BF16, n2, n, n, seed + 2, 0.125f, st) != cudaSuccess)
+        goto out;
+    const mkg_gemm_desc d1 = mkg_shim_bf16_desc(m, n, k, a, b, c1);
+    const mkg_gemm_desc d2 = mkg_shim_bf16_desc(m, n2, n, c1, b2, c2);
+    rc = mkg_gemm_create(&d1, &op1);
+    if (rc == MKG_OK)
+        rc = mkg_gemm_create(&d2, &op2);
+    if (rc != MKG_OK)
+        goto out;
+    *bad_flags = mkg_gemm_launch_ex(op1, s, 0, 0x80u, st);
+    rc = mkg_gemm_launch(op1, s, 0, st);
+    if (rc == MKG_OK)
+        rc = mkg_gemm_launch(op2, s, 0, st);
+    if (rc != MKG_OK)
+        goto out;
+    rc = MKG_ERR_CUDA;
+    if (cudaMemcpyAsync(ref, c2, (size_t)m * n2 * 2, cudaMemcpyDeviceToDevice, st) != cudaSuccess)
+        goto out;
+    *mismatch = 0;
+    for (int r = 0; r < reps; ++r) {
+        if (cudaMemsetAsync(c1, 0xFF, (size_t)m * n * 2, st) != cudaSuccess ||
+            cudaMemsetAsync(c2, 0xFF, (size_t)m * n2 * 2, st) != cudaSuccess)
+            goto out;
+        rc = mkg_gemm_launch_ex(op1, s, 0, MKG_LAUNCH_FLAG_PDL, st);
+        if (rc == MKG_OK)
+            rc = mkg_gemm_launch_ex(op2, s, 0, MKG_LAUNCH_FLAG_PDL, st);
+        if (rc != MKG_OK)
+            goto out;
+        rc = MKG_ERR_CUDA;
+        long long count = -1;
+        if (mkg_count_mismatch_gpu(c2, n2, ref, n2, m, n2, 2, &count, st) != cudaSuccess || count < 0)
+            goto out;
+        *mismatch += count;
+    }
+    rc = cudaStreamSynchronize(st) == cudaSuccess ? MKG_OK : MKG_ERR_CUDA;
+out:
+    if (rc != MKG_OK)
+        (void)cudaGetLastError();
+    mkg_gemm_destroy(op1);
+    mkg_gemm_destroy(op2);
+    cudaFree(a);
+    cudaFree(b);
+    cudaFree(b2);
+    cudaFree(c1);
+    cudaFree(c2);
+    cudaFree(ref);
+    if (st)
+        cudaStreamDestroy(st);
+    return rc;
+}

@@ -71,6 +71,15 @@ long long mkg_case_mismatch_vs_keep(const mkg_case *c, int m);
 /* Copies the M x N block of C to host memory (dense, N per row). */
 mkg_status mkg_case_download(const mkg_case *c, void *host);
 
+/* Two chained bf16 GEMMs, C1 = A . B^T (m x n) then C2 = C1 . B2^T (m x n2), first
+ * with plain launches (the bitwise reference), then `reps` times on one stream with
+ * C1 and C2 poisoned (NaN) by memsets before each pair and both GEMMs launched with
+ * MKG_LAUNCH_FLAG_PDL: a second GEMM that read C1 before the first had finished would
+ * see NaN. *mismatch: elements of C2 that differ from the reference, summed over reps;
+ * *bad_flags: the status of a launch with an unknown flag bit. */
+mkg_status mkg_shim_pdl_chain(int s, int m, int n, int k, int n2, int reps, unsigned long long seed,
+                              long long *mismatch, mkg_status *bad_flags);
+
 /* Runs `steps` layers (indices in order[], device memory) of an uploaded table in
  * one persistent launch of the dispatch test kernel (bf16 layers; grid CTAs). */
 cudaError_t mkg_test_run_layers(const mkg_layer_dev *rows, int count, const int *m_cur, unsigned int *err,

@@ -1,14 +1,19 @@
 // racecheck_named_barrier_probe.cu - does compute-sanitizer's racecheck honour a named
 // barrier that covers only part of the CTA? The megakernel's non-GEMM ops sync the 256
 // consumer threads of a 384-thread CTA with `bar.sync 3, 256`; racecheck reported
-// write/read pairs across that barrier (bench/NOTES.md). This kernel does the same pattern
-// (thread 128 writes shared memory, barrier, threads 128..383 read it, barrier) three ways:
+// write/read pairs across that barrier (bench/NOTES.md). This program does the same pattern
+// (thread 128 writes shared memory, barrier, threads 128..383 read it, barrier) four ways:
 //   mode 0: __syncthreads (whole CTA)
 //   mode 1: bar.sync 3, 256 with immediate operands, inline
 //   mode 2: bar.sync with register operands (as mkg_bar_sync emits it) in a __noinline__
 //           function on dynamic shared memory, after 128-thread barriers 1 and 2 (as the
 //           megakernel's GEMM epilogue uses them)
-// Build and run on the GPU machine:
+//   mode 3: as mode 2, but the writer first spins ~1 ms on a global word with __nanosleep
+//           inside a divergent branch (the megakernel's bounded dependency wait), the
+//           consumer warpgroups raise their registers with setmaxnreg and the producer
+//           warpgroup lowers its own and waits on an mbarrier the writer arrives on
+// Modes 0..2 gave 0 hazards on the H200 (bench/results/racecheck_probe_h200.txt); mode 3
+// has not run yet. Build and run on the GPU machine:
 //   nvcc -gencode arch=compute_90a,code=sm_90a -lineinfo tools/racecheck_named_barrier_probe.cu -o /tmp/probe
 //   compute-sanitizer --tool racecheck --racecheck-report all /tmp/probe
 #include <cstdio>
@@ -18,13 +23,32 @@ static __device__ __forceinline__ void bar_sync_reg(int id, int threads)
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
-static __device__ __noinline__ void item(volatile unsigned int *flag, int *out, int it, int tid, int id, int n)
+static __device__ __noinline__ void item(volatile unsigned int *flag, int *out, int it, int tid, int id, int n,
+                                         const volatile unsigned int *go)
 {
-    if (tid == 0)
+    if (tid == 0) {
+        if (go) {
+            const long long t0 = clock64();
+            while (*go == 0u && clock64() - t0 < 2000000)   // ~1 ms: go is never set
+                __nanosleep(256);
+        }
         *flag = (unsigned int)it + 1u;
+    }
     bar_sync_reg(id, n);
     out[tid + 128] += (int)*flag;
     bar_sync_reg(id, n);
+}
+
+// Per-warpgroup work between the 128-thread barriers 1 and 2, then one item.
+static __device__ __forceinline__ void consumer_step(unsigned int *dyn, int *out, int it, int id, int n,
+                                                     const unsigned int *go)
+{
+    const int wg = threadIdx.x / 128 - 1;
+    dyn[64 + threadIdx.x] = it;
+    bar_sync_reg(1 + wg, 128);
+    out[threadIdx.x] += (int)dyn[64 + (threadIdx.x ^ 1)] * 0;
+    bar_sync_reg(1 + wg, 128);
+    item(dyn + 4, out, it, threadIdx.x - 128, id, n, go);
 }
 
 __global__ void probe(int *out, int mode, int id, int n)
@@ -41,14 +65,8 @@ __global__ void probe(int *out, int mode, int id, int n)
                 asm volatile("bar.sync 3, 256;" ::: "memory");
             }
         } else if (mode == 2) {
-            if (threadIdx.x >= 128) {
-                const int wg = threadIdx.x / 128 - 1;
-                dyn[64 + threadIdx.x] = it;          // per-warpgroup work between 128-thread barriers
-                bar_sync_reg(1 + wg, 128);
-                out[threadIdx.x] += (int)dyn[64 + (threadIdx.x ^ 1)] * 0;
-                bar_sync_reg(1 + wg, 128);
-                item(dyn + 4, out, it, threadIdx.x - 128, id, n);
-            }
+            if (threadIdx.x >= 128)
+                consumer_step(dyn, out, it, id, n, nullptr);
         } else {
             if (threadIdx.x == 128)
                 flag[it] = it + 1;
@@ -59,14 +77,49 @@ __global__ void probe(int *out, int mode, int id, int n)
     }
 }
 
+// Mode 3 is its own kernel: setmaxnreg needs every path of a kernel to agree on it.
+__global__ void __launch_bounds__(384, 1) probe3(int *out, int id, int n, const unsigned int *go)
+{
+    __shared__ __align__(8) unsigned long long mbar;
+    extern __shared__ unsigned int dyn[];
+    const unsigned int bar = (unsigned int)__cvta_generic_to_shared(&mbar);
+    if (threadIdx.x == 0)
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+    __syncthreads();
+    if (threadIdx.x < 128) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 56;" ::: "memory");
+        for (int it = 0; it < 4; ++it) {                   // one barrier phase per item
+            unsigned int done = 0;
+            while (!done)
+                asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                             "selp.u32 %0, 1, 0, p;\n\t}"
+                             : "=r"(done) : "r"(bar), "r"((unsigned int)(it & 1)) : "memory");
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 224;" ::: "memory");
+        for (int it = 0; it < 4; ++it) {
+            consumer_step(dyn, out, it, id, n, go);
+            if (threadIdx.x == 128)
+                asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+        }
+    }
+}
+
 int main()
 {
     int *out;
+    unsigned int *go;
     cudaMalloc(&out, 384 * sizeof(int));
-    const char *what[3] = {"full (__syncthreads)", "partial (bar.sync 3, 256)", "partial, register operands, noinline"};
-    for (int mode = 0; mode < 3; ++mode) {
+    cudaMalloc(&go, sizeof(unsigned int));
+    cudaMemset(go, 0, sizeof(unsigned int));
+    const char *what[4] = {"full (__syncthreads)", "partial (bar.sync 3, 256)", "partial, register operands, noinline",
+                           "partial, writer spins first, setmaxnreg, producer on an mbarrier"};
+    for (int mode = 0; mode < 4; ++mode) {
         cudaMemset(out, 0, 384 * sizeof(int));
-        probe<<<1, 384, 4096>>>(out, mode, 3, 256);
+        if (mode == 3)
+            probe3<<<1, 384, 4096>>>(out, 3, 256, go);
+        else
+            probe<<<1, 384, 4096>>>(out, mode, 3, 256);
         int h[384];
         cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost);
         printf("%s barrier: out[200] = %d (expect 10), %s\n", what[mode], h[200],
