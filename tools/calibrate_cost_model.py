@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOURCES = ["mkg_planner.c", "mkg_schedules.c", "mkg_plan.c", "mkg_validate.c", "mkg_status.c"]
+SOURCES = ["mkg_planner.c", "mkg_schedules.c", "mkg_plan.c", "mkg_validate.c", "mkg_status.c", "mkg_layer_table.c"]
 FIELDS = ["sm_tflops", "dram_tbps", "l2_tbps", "l2_mb", "mem_latency_us", "launch_us", "unit_us", "epi_gbps", "eff_p64"]
 DTYPES = {"bf16": 0, "fp16": 1, "fp32": 2}
 
@@ -33,7 +33,8 @@ def build_library():
     out = os.path.join(tempfile.mkdtemp(), "libmkgplan.so")
     cuda_inc = os.environ.get("CUDA_HOME", "/usr/local/cuda") + "/include"
     cmd = ["gcc", "-std=c11", "-O2", "-shared", "-fPIC", "-I", os.path.join(ROOT, "include"), "-I", cuda_inc,
-           "-o", out] + [os.path.join(ROOT, "host_harness", s) for s in SOURCES] + ["-lm"]
+           "-o", out] + [os.path.join(ROOT, "host_harness", s) for s in SOURCES] + [
+               "-L", os.environ.get("CUDA_HOME", "/usr/local/cuda") + "/lib64", "-lcudart", "-lm"]
     subprocess.run(cmd, check=True)
     lib = ctypes.CDLL(out)
     lib.mkg_cost_predict_us.restype = ctypes.c_double
