@@ -4,7 +4,8 @@
 # logs and JSON into OUTDIR (at most 8 files come back from the lent machine).
 #
 #   MKG_STAGES   comma list of stages to run (default: build,sass,test,sanitize,bench)
-#   MKG_BENCH_ARGS extra arguments for mkg_bench_gemm (e.g. "--only square_8192"); MKG_BENCH_DTYPES ("bf16 fp16")
+#   MKG_BENCH_ARGS extra arguments for mkg_bench_gemm (e.g. "--only square_8192 --pdl 1"); MKG_BENCH_DTYPES
+#                ("bf16 fp16" by default; add tf32 for fp32 operands with tf32 math)
 #   MKG_NCU_ONLY  shape for the ncu stage (square_8192)
 #   MKG_GTEST_FILTER  gtest filter for the test stage (default: all GPU tests)
 #   MKG_MK_ARGS  extra mkg_demo arguments (mk stage: megakernel demo, JSON and a decode timeline)

@@ -39,12 +39,13 @@ struct mkg_shape {
     static constexpr int Q = SWAP ? TM : TN;                     // MMA columns per tile
     static constexpr int WN = P == 128 ? Q : Q / 2;              // wgmma N of one consumer
     static constexpr bool CHUNKED = WN <= MKG_CHUNKED_MAX_WN;    // can fold/split K chunks
-    static constexpr uint32_t A_BYTES = TM * TK * 2;             // (TM, TK) bf16/fp16, 128B swizzle
-    static constexpr uint32_t B_BYTES = TN * TK * 2;             // (TN, TK)
+    static constexpr uint32_t A_BYTES = TM * 128u;               // (TM, TK): 128-byte rows, 128B swizzle
+    static constexpr uint32_t B_BYTES = TN * 128u;               // (TN, TK)
+    static constexpr int K_STEPS = 128 / 32;                     // wgmma K steps of 32 bytes per row
     static constexpr uint32_t STAGE_BYTES = A_BYTES + B_BYTES;
     static constexpr uint32_t X_OFF = SWAP ? A_BYTES : 0;        // X operand inside a stage
     static constexpr uint32_t Y_OFF = SWAP ? 0 : A_BYTES;        // Y operand inside a stage
-    static_assert(TK * 2 == 128, "one stage row is one 128-byte swizzle span");
+    static_assert(TK == 64 || TK == 32, "one stage row is one 128-byte swizzle span: 64 16-bit or 32 fp32 elements");
     static_assert(P == 64 || P == 128, "two consumer warpgroups cover 64 or 128 MMA rows");
     static_assert(WN % 8 == 0 && WN >= 8 && WN <= 256, "wgmma N is 8..256 in steps of 8");
     static_assert(TM % 8 == 0 && TN % 8 == 0, "tiles are whole 1024-byte swizzle atoms");
@@ -268,6 +269,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
     typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
     constexpr int WN = S::WN;
     static_assert(CL == 1 || ONE, "cluster rows run one chunk per unit");
+    static_assert((DT == MKG_DTYPE_FP32) == (TK == 32), "fp32 (tf32) operands stage 32-element rows");
     const mkg_unit u = mkg_unit_of<TM, TN, TK, CL>(p, m, unit, raster, group, split,
                                                    CL > 1 ? mkg_cluster_ctarank() : 0u);
     const uint32_t x_row = S::P == 128 ? 64u * wg : 0u;          // this warpgroup's X rows
@@ -291,7 +293,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
         const uint64_t dy = mkg_wgmma_desc_sw128(stage + S::Y_OFF + y_row * 128u);
         mkg_wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < TK / 16; ++kk)
+        for (int kk = 0; kk < S::K_STEPS; ++kk)
             mkg_wgmma_m64k16<WN, DT>(d, dx + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP,
                                      (kt != kb) || (kk != 0));
         mkg_wgmma_commit_group();

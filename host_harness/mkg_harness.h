@@ -43,7 +43,8 @@ void mkg_ref_gemm_cpu(const void *a, const void *b, mkg_dtype in, int m, int n, 
 
 /* ---- GPU ---- */
 /* Fills rows x cols of dst (row stride ld) with values uniform in [-scale, scale),
- * rounded to t; element (i, j) depends only on (seed, i, j). */
+ * rounded to t (fp32: to tf32, the precision fp32 operands have on the tensor cores);
+ * element (i, j) depends only on (seed, i, j). */
 cudaError_t mkg_fill_random(void *dst, mkg_dtype t, long long rows, long long cols, long long ld,
                             unsigned long long seed, float scale, cudaStream_t stream);
 

@@ -17,6 +17,7 @@ extern "C" {
  * (chunked = 0) or several (1); NULL if s is unknown or cannot fold chunks. */
 const void *mkg_kernel_sm90_bf16(int s, int chunked);
 const void *mkg_kernel_sm90_fp16(int s, int chunked);
+const void *mkg_kernel_sm90_fp32(int s, int chunked);
 
 /* Kernel of schedule s for input dtype t, or NULL. */
 const void *mkg_kernel_sm90(mkg_dtype t, int s, int chunked);

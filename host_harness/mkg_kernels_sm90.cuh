@@ -20,6 +20,11 @@
     case MKG_SCHED_##name:                                                                             \
         return chunked ? mkg_chunked_kernel_sm90<MKG_DTYPE_BF16, tm, tn, tk, st, swap, cl>()            \
                        : (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_BF16, tm, tn, tk, st, swap, 0, cl>;
+// fp32 inputs (tf32 math): a 128-byte stage row is tk / 2 elements.
+#define MKG_X_KERNEL_CASE_FP32(name, tm, tn, tk, st, raster, group, swap, split, cl)                       \
+    case MKG_SCHED_##name:                                                                             \
+        return chunked ? mkg_chunked_kernel_sm90<MKG_DTYPE_FP32, tm, tn, tk / 2, st, swap, cl>()         \
+                       : (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_FP32, tm, tn, tk / 2, st, swap, 0, cl>;
 #define MKG_X_KERNEL_CASE_FP16(name, tm, tn, tk, st, raster, group, swap, split, cl)                       \
     case MKG_SCHED_##name:                                                                             \
         return chunked ? mkg_chunked_kernel_sm90<MKG_DTYPE_FP16, tm, tn, tk, st, swap, cl>()            \

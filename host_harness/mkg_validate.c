@@ -11,9 +11,10 @@
 
 #define MKG_INT_MAX 2147483647LL
 
+/* fp32 inputs run as tf32 (10-bit mantissa) on the tensor cores, FP32 accumulate. */
 static int mkg_is_input_dtype(mkg_dtype t)
 {
-    return t == MKG_DTYPE_BF16 || t == MKG_DTYPE_FP16;
+    return t == MKG_DTYPE_BF16 || t == MKG_DTYPE_FP16 || t == MKG_DTYPE_FP32;
 }
 
 static int mkg_is_output_dtype(mkg_dtype t)

@@ -42,7 +42,7 @@ const BadCase kBad[] = {
     {"K = 0", [](mkg_gemm_desc *d) { d->k = 0; }, MKG_ERR_BAD_K},
     {"K < 0", [](mkg_gemm_desc *d) { d->k = -8; }, MKG_ERR_BAD_K},
     {"K = 60 (not a multiple of 8)", [](mkg_gemm_desc *d) { d->k = 60; d->lda = d->ldb = 64; }, MKG_ERR_K_ALIGN},
-    {"A dtype fp32", [](mkg_gemm_desc *d) { d->a_type = d->b_type = MKG_DTYPE_FP32; }, MKG_ERR_BAD_IN_DTYPE},
+    {"A fp32, B bf16", [](mkg_gemm_desc *d) { d->a_type = MKG_DTYPE_FP32; }, MKG_ERR_DTYPE_MISMATCH},
     {"A dtype out of range", [](mkg_gemm_desc *d) { d->a_type = (mkg_dtype)77; }, MKG_ERR_BAD_IN_DTYPE},
     {"A bf16, B fp16", [](mkg_gemm_desc *d) { d->b_type = MKG_DTYPE_FP16; }, MKG_ERR_DTYPE_MISMATCH},
     {"C dtype out of range", [](mkg_gemm_desc *d) { d->c_type = (mkg_dtype)9; }, MKG_ERR_BAD_OUT_DTYPE},
@@ -62,6 +62,10 @@ const BadCase kBad[] = {
     {"ldc not 16-byte multiple (bf16)", [](mkg_gemm_desc *d) { d->ldc = 204; }, MKG_ERR_LDC_ALIGN},
     {"ldc not 16-byte multiple (fp32)", [](mkg_gemm_desc *d) { d->c_type = MKG_DTYPE_FP32; d->ldc = 202; },
      MKG_ERR_LDC_ALIGN},
+    {"tf32: K = 6 (24 bytes)", [](mkg_gemm_desc *d) { d->a_type = d->b_type = MKG_DTYPE_FP32; d->k = 6; },
+     MKG_ERR_K_ALIGN},
+    {"tf32: lda 66 (264 bytes)", [](mkg_gemm_desc *d) { d->a_type = d->b_type = MKG_DTYPE_FP32; d->lda = 66; },
+     MKG_ERR_LDA_ALIGN},
     {"kc < 0", [](mkg_gemm_desc *d) { d->kc = -64; }, MKG_ERR_BAD_KC},
     {"kc not a multiple of 64", [](mkg_gemm_desc *d) { d->k = 256; d->lda = d->ldb = 256; d->kc = 100; },
      MKG_ERR_BAD_KC},
@@ -78,6 +82,9 @@ TEST(Validate, ValidDescriptorPasses)
     EXPECT_EQ(mkg_gemm_validate(&d), MKG_OK);
     d.a_type = d.b_type = MKG_DTYPE_FP16;
     d.k = 8;                                   // smallest K: 16 bytes
+    EXPECT_EQ(mkg_gemm_validate(&d), MKG_OK);
+    d.a_type = d.b_type = MKG_DTYPE_FP32;      // tf32 math
+    d.k = 4;                                   // smallest fp32 K: 16 bytes
     EXPECT_EQ(mkg_gemm_validate(&d), MKG_OK);
 }
 
@@ -99,7 +106,7 @@ TEST(Validate, EveryBadInputHasItsOwnStatus)
     }
     // Every validation status above is distinct from the others and from MKG_OK.
     EXPECT_EQ(seen.count(MKG_OK), 0u);
-    EXPECT_EQ(seen.size(), 22u);    // 27 cases, 22 distinct reasons
+    EXPECT_EQ(seen.size(), 22u);    // 29 cases, 22 distinct reasons
 }
 
 TEST(Validate, ApiReturnsValidationStatusBeforeTouchingCuda)

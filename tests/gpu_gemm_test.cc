@@ -186,11 +186,18 @@ TEST_F(Gpu, EveryScheduleRaggedShapesFp16)
     sweep(seed_ + 1000, MKG_DTYPE_FP16, MKG_DTYPE_FP16);
 }
 
+// fp32 operands run as tf32; the random inputs are tf32-exact (mkg_fill_random), so the
+// FP64 reference sees exactly what the tensor cores do and the fp32 bound applies.
+TEST_F(Gpu, EveryScheduleRaggedShapesTf32)
+{
+    sweep(seed_ + 2000, MKG_DTYPE_FP32, MKG_DTYPE_FP32);
+}
+
 TEST_F(Gpu, EveryOutputDtype)
 {
     const int shapes[][3] = {{129, 1000, 4096}, {7, 4097, 72}, {1000, 63, 64}, {65, 129, 4096}};
     double worst = 0.0;
-    for (mkg_dtype in : {MKG_DTYPE_BF16, MKG_DTYPE_FP16})
+    for (mkg_dtype in : {MKG_DTYPE_BF16, MKG_DTYPE_FP16, MKG_DTYPE_FP32})
         for (mkg_dtype out : {MKG_DTYPE_BF16, MKG_DTYPE_FP16, MKG_DTYPE_FP32})
             for (const auto &sh : shapes) {
                 mkg_case c;
@@ -317,9 +324,9 @@ TEST_F(Gpu, NanAndInfPropagate)
     b[7 * k + 33] = INFINITY;                    // column 7: +inf, row 9: -inf
     b[8 * k + 40] = INFINITY;                    // column 8: inf - inf = NaN
     b[8 * k + 41] = -INFINITY;
-    for (mkg_dtype in : {MKG_DTYPE_BF16, MKG_DTYPE_FP16})
+    for (mkg_dtype in : {MKG_DTYPE_BF16, MKG_DTYPE_FP16, MKG_DTYPE_FP32})
         for (mkg_dtype out : {MKG_DTYPE_BF16, MKG_DTYPE_FP16, MKG_DTYPE_FP32}) {
-            std::vector<uint16_t> ah(m * k), bh(n * k);
+            std::vector<float> ah(m * k), bh(n * k);          // room for any input dtype
             for (int i = 0; i < m * k; ++i)
                 mkg_store_float(ah.data(), in, i, a[i]);
             for (int i = 0; i < n * k; ++i)
