@@ -605,8 +605,10 @@ static void mkg_bench_check(const mkg_bench_cfg *cfg, const mkg_bench_problem *p
         row->mismatch[s] = differ != 0;
         row->bitexact = row->bitexact && differ == 0;
     }
-    /* The PDL launch of every schedule must write the same bits (after the poisoning
-     * memset: a kernel that touched C or read A/B before its wait would show). */
+    /* The PDL launch of every schedule must write the same bits. (Each runs after a
+     * memset and a sync, so this checks the launch path, not ordering: the GPU test
+     * PdlLaunchedChainMatchesPlainLaunches checks that a PDL launch waits for its
+     * predecessor.) */
     row->pdl_bitexact = 1;
     for (int s = 0; s < MKG_SCHED_COUNT && cfg->pdl; ++s) {
         if (!row->eligible[s])

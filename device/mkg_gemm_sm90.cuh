@@ -69,7 +69,7 @@ mkg_gemm_persistent_sm90(const mkg_gemm_params *__restrict__ p, int raster, int 
         mkg_cluster_sync();                          // peers' barriers exist before any multicast
     else
         __syncthreads();
-    // Launched with programmatic stream serialization (MKG_LAUNCH_PDL), the set-up above
+    // Launched with programmatic stream serialization (MKG_LAUNCH_FLAG_PDL), the set-up above
     // overlapped the previous kernel's tail; nothing reads A, B or the workspace or
     // writes C before that kernel has completed. Otherwise both are no-ops.
     mkg_griddep_wait();

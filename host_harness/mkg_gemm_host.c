@@ -141,7 +141,10 @@ mkg_status mkg_gemm_create(const mkg_gemm_desc *d, mkg_gemm_op **out)
         st = MKG_ERR_OUT_OF_MEMORY;
         goto fail;
     }
-    if (cudaMemcpy(op->dev, host, sizeof(mkg_gemm_params), cudaMemcpyHostToDevice) != cudaSuccess) {
+    /* NOTE: a pageable cudaMemcpy may return before the bytes land; the sync makes the
+     * params visible to kernels launched on any stream, non-blocking ones included. */
+    if (cudaMemcpy(op->dev, host, sizeof(mkg_gemm_params), cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaStreamSynchronize(0) != cudaSuccess) {
         st = MKG_ERR_CUDA;
         goto fail;
     }

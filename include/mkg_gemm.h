@@ -121,7 +121,10 @@ mkg_status mkg_gemm_launch(const mkg_gemm_op *op, int s, int grid, cudaStream_t 
  *  set-up (barrier init, tensor-map prefetch) overlaps the tail of the previous kernel
  *  in the stream, and it reads A, B and the workspace and writes C only after that
  *  kernel has completed (griddepcontrol.wait). The op's params must not be written by
- *  the previous kernel. */
+ *  the previous kernel. The kernel lets its own dependents launch early
+ *  (griddepcontrol.launch_dependents): a kernel you launch after it with programmatic
+ *  stream serialization must call cudaGridDependencySynchronize() before it reads C or
+ *  the workspace. */
 #define MKG_LAUNCH_FLAG_PDL 1u
 mkg_status mkg_gemm_launch_ex(const mkg_gemm_op *op, int s, int grid, unsigned int flags, cudaStream_t stream);
 

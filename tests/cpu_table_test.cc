@@ -221,6 +221,13 @@ TEST(Layers, EveryBadLayerIsNamedWithItsIndex)
         {"B NULL", [](mkg_layer_desc *l) { l->b = nullptr; }, MKG_ERR_NULL_B},
         {"ldc too small", [](mkg_layer_desc *l) { l->ldc = l->n - 8; }, MKG_ERR_LDC_TOO_SMALL},
         {"kc", [](mkg_layer_desc *l) { l->kc = 100; }, MKG_ERR_BAD_KC},
+        {"fp32 (tf32) layer: no dispatch kernel",
+         [](mkg_layer_desc *l) {
+             l->in_type = l->c_type = MKG_DTYPE_FP32;
+             l->lda = l->ldb = l->k;
+             l->ldc = l->n;
+         },
+         MKG_ERR_BAD_IN_DTYPE},
     };
     for (const Case &c : cases) {
         std::vector<mkg_layer_desc> ls = layers();

@@ -31,7 +31,7 @@ struct Bound {
 Bound bound_for(mkg_dtype out)
 {
     switch (out) {
-    case MKG_DTYPE_FP32: return {2e-5, 1e-5};
+    case MKG_DTYPE_FP32: return {2e-5, 1e-5};     // 16-bit inputs: k16 wgmma steps
     case MKG_DTYPE_BF16: return {std::ldexp(1.0, -8) + 2e-5, std::ldexp(1.0, -8) + 2e-5};
     default:             return {std::ldexp(1.0, -11) + 2e-5, std::ldexp(1.0, -11) + 2e-5};
     }
@@ -80,11 +80,35 @@ bool schedule_selected(int s)
     return false;
 }
 
+// tf32 inputs with an fp32 output: k8 wgmma steps, so twice the accumulator roundings of
+// k16 (and the tensor cores may truncate them); the bound grows with K. The max error is
+// taken relative to max(max|R|, sqrt(K) / 3), the typical |R| of these random inputs, so a
+// tiny block whose largest |R| happens to be small does not decide the check.
+bool tf32_fp32(const mkg_case *c)
+{
+    return c->in == MKG_DTYPE_FP32 && c->out == MKG_DTYPE_FP32;
+}
+
+Bound bound_for_case(const mkg_case *c)
+{
+    if (!tf32_fp32(c))
+        return bound_for(c->out);
+    const double v = std::max(2e-5, std::ldexp(1.0, -23) * c->k / 8.0);
+    return {v, v};
+}
+
+double max_rel_for_case(const mkg_case *c, const mkg_err_stats &e)
+{
+    if (!tf32_fp32(c))
+        return e.max_rel_err;
+    return e.max_abs_err / std::max(e.max_abs_ref, std::sqrt(static_cast<double>(c->k)) / 3.0);
+}
+
 // Runs every schedule on one case; checks accuracy, writes outside M x N and
 // bitwise equality with schedule 0. Appends the schedules whose bits differ.
 void check_all_schedules(mkg_case *c, double *worst_rel, std::vector<int> *differ)
 {
-    const Bound b = bound_for(c->out);
+    const Bound b = bound_for_case(c);
     const std::string where = shape_str(c->m, c->n, c->k) + " " + mkg_dtype_name(c->in) + "->" +
                               mkg_dtype_name(c->out);
     EXPECT_EQ(mkg_case_reference(c), MKG_OK);
@@ -97,10 +121,12 @@ void check_all_schedules(mkg_case *c, double *worst_rel, std::vector<int> *diffe
         mkg_err_stats e;
         ASSERT_EQ(mkg_case_errors(c, c->m, &e), MKG_OK);
         EXPECT_EQ(e.nonfinite, 0) << where << " " << sched_name(s) << ": non-finite outputs (unwritten or NaN)";
-        EXPECT_LE(e.max_rel_err, b.max_rel) << where << " " << sched_name(s);
-        EXPECT_LE(e.norm_rel_err, b.norm_rel) << where << " " << sched_name(s);
-        if (e.max_rel_err > *worst_rel)
-            *worst_rel = e.max_rel_err;
+        const double max_rel = max_rel_for_case(c, e);
+        EXPECT_LE(max_rel, b.max_rel) << where << " " << sched_name(s);
+        if (!tf32_fp32(c) || static_cast<long long>(c->m) * c->n >= 64)
+            EXPECT_LE(e.norm_rel_err, b.norm_rel) << where << " " << sched_name(s);
+        if (max_rel > *worst_rel)
+            *worst_rel = max_rel;
         EXPECT_EQ(mkg_case_outside_writes(c, c->m), 0) << where << " " << sched_name(s) << ": wrote outside M x N";
         if (first < 0) {
             first = s;
@@ -144,8 +170,13 @@ void sweep(unsigned long long seed, mkg_dtype in, mkg_dtype out)
                 if (::testing::Test::HasFatalFailure())
                     return;
             }
-    std::printf("[ report   ] %s->%s: %d shapes x %d schedules, worst max_rel_err %.3g (bound %.3g)\n",
-                mkg_dtype_name(in), mkg_dtype_name(out), shapes, MKG_SCHED_COUNT, worst, bound_for(out).max_rel);
+    if (in == MKG_DTYPE_FP32 && out == MKG_DTYPE_FP32)
+        std::printf("[ report   ] tf32->fp32: %d shapes x %d schedules, worst max_rel_err %.3g (bound max(2e-5, "
+                    "2^-23 K / 8), relative to max(max|R|, sqrt(K) / 3))\n",
+                    shapes, MKG_SCHED_COUNT, worst);
+    else
+        std::printf("[ report   ] %s->%s: %d shapes x %d schedules, worst max_rel_err %.3g (bound %.3g)\n",
+                    mkg_dtype_name(in), mkg_dtype_name(out), shapes, MKG_SCHED_COUNT, worst, bound_for(out).max_rel);
     for (int s = 0; s < MKG_SCHED_COUNT; ++s)
         std::printf("[ bitwise  ] %-28s %s\n", sched_name(s),
                     !schedule_selected(s) ? "not run (MKG_TEST_SCHEDULES)"
@@ -290,8 +321,9 @@ TEST_F(Gpu, ChunkedKBitwiseAcrossSchedulesSplitsPrefixesAndGrids)
 }
 
 // Programmatic dependent launch: a GEMM that consumes the previous GEMM's output and is
-// launched with MKG_LAUNCH_FLAG_PDL must not read it early (griddepcontrol.wait), on one
-// plain, one chunk-capable and one cluster row; unknown flag bits are refused.
+// launched with MKG_LAUNCH_FLAG_PDL must not read it early, and one that overwrites an
+// input the previous GEMM still reads must not write it early (griddepcontrol.wait), on a
+// plain n256, a chunk-capable n128, a cluster and a swap row; unknown flag bits are refused.
 TEST_F(Gpu, PdlLaunchedChainMatchesPlainLaunches)
 {
     const int rows[] = {MKG_SCHED_m128n256k64_s4_rm_g8, MKG_SCHED_m128n128k64_s6_rn_g8,

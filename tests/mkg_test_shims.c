@@ -215,51 +215,72 @@ static mkg_gemm_desc mkg_shim_bf16_desc(int m, int n, int k, const void *a, cons
 mkg_status mkg_shim_pdl_chain(int s, int m, int n, int k, int n2, int reps, unsigned long long seed,
                               long long *mismatch, mkg_status *bad_flags)
 {
-    void *a = NULL, *b = NULL, *b2 = NULL, *c1 = NULL, *c2 = NULL, *ref = NULL;
-    mkg_gemm_op *op1 = NULL, *op2 = NULL;
+    void *a = NULL, *a2 = NULL, *b = NULL, *b2 = NULL, *c1 = NULL, *c2 = NULL, *c3 = NULL, *ref = NULL, *ref2 = NULL;
+    mkg_gemm_op *op1 = NULL, *op2 = NULL, *op1b = NULL, *op2b = NULL;
     cudaStream_t st = NULL;
     mkg_status rc = MKG_ERR_CUDA;
+    const size_t ab = (size_t)m * k * 2, c1b = (size_t)m * n * 2, c2b = (size_t)m * n2 * 2;
     *mismatch = -1;
-    if (cudaMalloc(&a, (size_t)m * k * 2) != cudaSuccess || cudaMalloc(&b, (size_t)n * k * 2) != cudaSuccess ||
-        cudaMalloc(&b2, (size_t)n2 * n * 2) != cudaSuccess || cudaMalloc(&c1, (size_t)m * n * 2) != cudaSuccess ||
-        cudaMalloc(&c2, (size_t)m * n2 * 2) != cudaSuccess || cudaMalloc(&ref, (size_t)m * n2 * 2) != cudaSuccess ||
-        cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) != cudaSuccess)
+    if (cudaMalloc(&a, ab) != cudaSuccess || cudaMalloc(&a2, ab) != cudaSuccess ||
+        cudaMalloc(&b, (size_t)n * k * 2) != cudaSuccess || cudaMalloc(&b2, (size_t)n2 * n * 2) != cudaSuccess ||
+        cudaMalloc(&c1, c1b) != cudaSuccess || cudaMalloc(&c2, c2b) != cudaSuccess ||
+        cudaMalloc(&c3, c2b) != cudaSuccess || cudaMalloc(&ref, c2b) != cudaSuccess ||
+        cudaMalloc(&ref2, c2b) != cudaSuccess || cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) != cudaSuccess)
         goto out;
     if (mkg_fill_random(a, MKG_DTYPE_BF16, m, k, k, seed, 1.0f, st) != cudaSuccess ||
+        mkg_fill_random(a2, MKG_DTYPE_BF16, m, k, k, seed + 3, 1.0f, st) != cudaSuccess ||
         mkg_fill_random(b, MKG_DTYPE_BF16, n, k, k, seed + 1, 1.0f, st) != cudaSuccess ||
-        mkg_fill_random(b2, MKG_DTYPE_BF16, n2, n, n, seed + 2, 0.125f, st) != cudaSuccess)
+        mkg_fill_random(b2, MKG_DTYPE_BF16, n2, n, n, seed + 2, 0.125f, st) != cudaSuccess ||
+        cudaStreamSynchronize(st) != cudaSuccess)
         goto out;
+    /* Chain 1: C1 = A . B^T, C2 = C1 . B2^T. Chain 2 reuses C1: C1 = A2 . B^T, C3 = C1 . B2^T,
+     * so its first GEMM overwrites what chain 1's second GEMM reads. */
     const mkg_gemm_desc d1 = mkg_shim_bf16_desc(m, n, k, a, b, c1);
     const mkg_gemm_desc d2 = mkg_shim_bf16_desc(m, n2, n, c1, b2, c2);
+    const mkg_gemm_desc d1b = mkg_shim_bf16_desc(m, n, k, a2, b, c1);
+    const mkg_gemm_desc d2b = mkg_shim_bf16_desc(m, n2, n, c1, b2, c3);
     rc = mkg_gemm_create(&d1, &op1);
     if (rc == MKG_OK)
         rc = mkg_gemm_create(&d2, &op2);
+    if (rc == MKG_OK)
+        rc = mkg_gemm_create(&d1b, &op1b);
+    if (rc == MKG_OK)
+        rc = mkg_gemm_create(&d2b, &op2b);
     if (rc != MKG_OK)
         goto out;
     *bad_flags = mkg_gemm_launch_ex(op1, s, 0, 0x80u, st);
+    /* References from plain launches. */
     rc = mkg_gemm_launch(op1, s, 0, st);
     if (rc == MKG_OK)
         rc = mkg_gemm_launch(op2, s, 0, st);
+    if (rc == MKG_OK)
+        rc = mkg_gemm_launch(op1b, s, 0, st);
+    if (rc == MKG_OK)
+        rc = mkg_gemm_launch(op2b, s, 0, st);
     if (rc != MKG_OK)
         goto out;
     rc = MKG_ERR_CUDA;
-    if (cudaMemcpyAsync(ref, c2, (size_t)m * n2 * 2, cudaMemcpyDeviceToDevice, st) != cudaSuccess)
+    if (cudaMemcpyAsync(ref, c2, c2b, cudaMemcpyDeviceToDevice, st) != cudaSuccess ||
+        cudaMemcpyAsync(ref2, c3, c2b, cudaMemcpyDeviceToDevice, st) != cudaSuccess)
         goto out;
     *mismatch = 0;
     for (int r = 0; r < reps; ++r) {
-        if (cudaMemsetAsync(c1, 0xFF, (size_t)m * n * 2, st) != cudaSuccess ||
-            cudaMemsetAsync(c2, 0xFF, (size_t)m * n2 * 2, st) != cudaSuccess)
+        if (cudaMemsetAsync(c1, 0xFF, c1b, st) != cudaSuccess || cudaMemsetAsync(c2, 0xFF, c2b, st) != cudaSuccess ||
+            cudaMemsetAsync(c3, 0xFF, c2b, st) != cudaSuccess)
             goto out;
-        rc = mkg_gemm_launch_ex(op1, s, 0, MKG_LAUNCH_FLAG_PDL, st);
-        if (rc == MKG_OK)
-            rc = mkg_gemm_launch_ex(op2, s, 0, MKG_LAUNCH_FLAG_PDL, st);
-        if (rc != MKG_OK)
-            goto out;
+        /* Four PDL launches back to back, no host sync between them. */
+        mkg_gemm_op *const chain[4] = {op1, op2, op1b, op2b};
+        for (int i = 0; i < 4; ++i) {
+            rc = mkg_gemm_launch_ex(chain[i], s, 0, MKG_LAUNCH_FLAG_PDL, st);
+            if (rc != MKG_OK)
+                goto out;
+        }
         rc = MKG_ERR_CUDA;
-        long long count = -1;
-        if (mkg_count_mismatch_gpu(c2, n2, ref, n2, m, n2, 2, &count, st) != cudaSuccess || count < 0)
+        long long count = -1, count2 = -1;
+        if (mkg_count_mismatch_gpu(c2, n2, ref, n2, m, n2, 2, &count, st) != cudaSuccess || count < 0 ||
+            mkg_count_mismatch_gpu(c3, n2, ref2, n2, m, n2, 2, &count2, st) != cudaSuccess || count2 < 0)
             goto out;
-        *mismatch += count;
+        *mismatch += count + count2;
     }
     rc = cudaStreamSynchronize(st) == cudaSuccess ? MKG_OK : MKG_ERR_CUDA;
 out:
@@ -267,12 +288,17 @@ out:
         (void)cudaGetLastError();
     mkg_gemm_destroy(op1);
     mkg_gemm_destroy(op2);
+    mkg_gemm_destroy(op1b);
+    mkg_gemm_destroy(op2b);
     cudaFree(a);
+    cudaFree(a2);
     cudaFree(b);
     cudaFree(b2);
     cudaFree(c1);
     cudaFree(c2);
+    cudaFree(c3);
     cudaFree(ref);
+    cudaFree(ref2);
     if (st)
         cudaStreamDestroy(st);
     return rc;

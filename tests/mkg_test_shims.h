@@ -71,11 +71,12 @@ long long mkg_case_mismatch_vs_keep(const mkg_case *c, int m);
 /* Copies the M x N block of C to host memory (dense, N per row). */
 mkg_status mkg_case_download(const mkg_case *c, void *host);
 
-/* Two chained bf16 GEMMs, C1 = A . B^T (m x n) then C2 = C1 . B2^T (m x n2), first
- * with plain launches (the bitwise reference), then `reps` times on one stream with
- * C1 and C2 poisoned (NaN) by memsets before each pair and both GEMMs launched with
- * MKG_LAUNCH_FLAG_PDL: a second GEMM that read C1 before the first had finished would
- * see NaN. *mismatch: elements of C2 that differ from the reference, summed over reps;
+/* Two chains of bf16 GEMMs sharing C1: C1 = A . B^T, C2 = C1 . B2^T, then C1 = A2 . B^T,
+ * C3 = C1 . B2^T. First with plain launches (the bitwise references for C2 and C3), then
+ * `reps` times with C1, C2, C3 poisoned (NaN) and all four GEMMs launched back to back
+ * with MKG_LAUNCH_FLAG_PDL: a GEMM that read C1 before its producer finished (NaN), or
+ * overwrote C1 while the previous GEMM still read it (C2 from A2's C1), shows.
+ * *mismatch: elements of C2 and C3 that differ from their references, summed over reps;
  * *bad_flags: the status of a launch with an unknown flag bit. */
 mkg_status mkg_shim_pdl_chain(int s, int m, int n, int k, int n2, int reps, unsigned long long seed,
                               long long *mismatch, mkg_status *bad_flags);
