@@ -181,11 +181,15 @@ static void mkg_bench_alloc_sets(const mkg_bench_cfg *cfg, mkg_bench_problem *p,
         const mkg_gemm_desc d = mkg_bench_desc(p, s);
         MKG_BENCH_MKG_CHECK(mkg_gemm_create(&d, &s->op));
     }
-    for (int c = 0; c < MKG_SCHED_COUNT && p->nsets > 0; ++c)
-        if (mkg_schedule_get(c)->cluster > 1 && p->m >= 4096 && p->n == p->k)
-            printf("note: %s runs %d CTAs (%d clusters of %d resident at once)\n", mkg_schedule_get(c)->name,
-                   mkg_gemm_launch_grid(p->sets[0].op, c, 0), mkg_gemm_cluster_fit(p->sets[0].op, c),
-                   mkg_schedule_get(c)->cluster);
+    /* Once per run: how many clusters the cluster rows get (a persistent grid that did
+     * not fit at once would run its clusters one after another). */
+    static int cluster_note_done = 0;
+    for (int c = 0; c < MKG_SCHED_COUNT && !cluster_note_done; ++c)
+        if (mkg_schedule_get(c)->cluster > 1) {
+            printf("note: cluster rows get %d clusters of %d resident at once\n",
+                   mkg_gemm_cluster_fit(p->sets[0].op, c), mkg_schedule_get(c)->cluster);
+            cluster_note_done = 1;
+        }
     MKG_CUDA_CHECK(cudaStreamSynchronize(cfg->stream));
 }
 
@@ -1194,6 +1198,21 @@ static void mkg_json_number(FILE *f, const char *fmt, double v)
         fputs("null", f);
 }
 
+/* {"schedule name": us, ...} over the row's eligible schedules. */
+static void mkg_json_schedule_times(FILE *f, const mkg_bench_row *r, const double *us)
+{
+    int first = 1;
+    fputc('{', f);
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        if (!r->eligible[s])
+            continue;
+        fprintf(f, "%s\"%s\": ", first ? "" : ", ", mkg_schedule_get(s)->name);
+        mkg_json_number(f, "%.3f", us[s]);
+        first = 0;
+    }
+    fputc('}', f);
+}
+
 static void mkg_json_row(FILE *f, const mkg_bench_row *r)
 {
     const char *oracle = mkg_schedule_get(r->oracle)->name;
@@ -1232,34 +1251,20 @@ static void mkg_json_row(FILE *f, const mkg_bench_row *r)
     }
     fputs("], \"tflops\": ", f);
     mkg_json_number(f, "%.2f", r->tflops);
-    fputs(",\n     \"schedules\": {", f);
-    first = 1;
-    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
-        if (!r->eligible[s])
-            continue;
-        fprintf(f, "%s\"%s\": ", first ? "" : ", ", mkg_schedule_get(s)->name);
-        mkg_json_number(f, "%.3f", r->sched_us[s]);
-        first = 0;
-    }
+    fputs(",\n     \"schedules\": ", f);
+    mkg_json_schedule_times(f, r, r->sched_us);
     if (r->oracle_pdl < 0) {
-        fputs("},\n     \"oracle_pdl_schedule\": null, \"oracle_pdl_us\": null, \"pdl_bitexact\": null, "
+        fputs(",\n     \"oracle_pdl_schedule\": null, \"oracle_pdl_us\": null, \"pdl_bitexact\": null, "
               "\"schedules_pdl\": null}", f);
         return;
     }
-    fputs("},\n     \"oracle_pdl_schedule\": ", f);
+    fputs(",\n     \"oracle_pdl_schedule\": ", f);
     mkg_json_string(f, mkg_schedule_get(r->oracle_pdl)->name);
     fputs(", \"oracle_pdl_us\": ", f);
     mkg_json_number(f, "%.3f", r->oracle_pdl_us);
-    fprintf(f, ", \"pdl_bitexact\": %s,\n     \"schedules_pdl\": {", r->pdl_bitexact ? "true" : "false");
-    first = 1;
-    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
-        if (!r->eligible[s])
-            continue;
-        fprintf(f, "%s\"%s\": ", first ? "" : ", ", mkg_schedule_get(s)->name);
-        mkg_json_number(f, "%.3f", r->pdl_us[s]);
-        first = 0;
-    }
-    fputs("}}", f);
+    fprintf(f, ", \"pdl_bitexact\": %s,\n     \"schedules_pdl\": ", r->pdl_bitexact ? "true" : "false");
+    mkg_json_schedule_times(f, r, r->pdl_us);
+    fputs("}", f);
 }
 
 int mkg_bench_write_json(const char *path, const mkg_bench_cfg *cfg, const mkg_bench_meta *meta,

@@ -44,25 +44,43 @@ mkg_status mkg_device_check(void)
     return (major == 9 && minor == 0) ? MKG_OK : MKG_ERR_UNSUPPORTED_DEVICE;
 }
 
+/* The launch configuration of the shipped kernel: grid CTAs, clusters of cl along x
+ * (cl > 1), programmatic stream serialization when flags hold MKG_LAUNCH_FLAG_PDL.
+ * attr must have room for 2 attributes. */
+static void mkg_launch_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr, int grid, int cl,
+                              unsigned int flags, cudaStream_t stream)
+{
+    memset(cfg, 0, sizeof *cfg);
+    memset(attr, 0, 2 * sizeof *attr);
+    cfg->gridDim.x = (unsigned)grid;
+    cfg->gridDim.y = cfg->gridDim.z = 1;
+    cfg->blockDim.x = MKG_LAUNCH_THREADS;
+    cfg->blockDim.y = cfg->blockDim.z = 1;
+    cfg->dynamicSmemBytes = MKG_LAUNCH_SMEM_BYTES;
+    cfg->stream = stream;
+    cfg->attrs = attr;
+    if (cl > 1) {
+        attr[cfg->numAttrs].id = cudaLaunchAttributeClusterDimension;
+        attr[cfg->numAttrs].val.clusterDim.x = (unsigned)cl;
+        attr[cfg->numAttrs].val.clusterDim.y = 1;
+        attr[cfg->numAttrs].val.clusterDim.z = 1;
+        ++cfg->numAttrs;
+    }
+    if (flags & MKG_LAUNCH_FLAG_PDL) {
+        attr[cfg->numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[cfg->numAttrs].val.programmaticStreamSerializationAllowed = 1;
+        ++cfg->numAttrs;
+    }
+}
+
 /* Clusters of schedule s's kernel that are resident at once (0 when the runtime
  * cannot say; the launch then trusts the grid it was given). */
 static int mkg_cluster_fit(mkg_dtype t, int s, int cl)
 {
     const void *k = mkg_kernel_sm90(t, s, 0);
     cudaLaunchConfig_t cfg;
-    cudaLaunchAttribute attr;
-    memset(&cfg, 0, sizeof cfg);
-    memset(&attr, 0, sizeof attr);
-    cfg.gridDim.x = (unsigned)cl;
-    cfg.gridDim.y = cfg.gridDim.z = 1;
-    cfg.blockDim.x = MKG_LAUNCH_THREADS;
-    cfg.blockDim.y = cfg.blockDim.z = 1;
-    cfg.dynamicSmemBytes = MKG_LAUNCH_SMEM_BYTES;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = (unsigned)cl;
-    attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    cudaLaunchAttribute attr[2];
+    mkg_launch_config(&cfg, attr, cl, cl, 0u, 0);
     int n = 0;
     if (!k || cudaOccupancyMaxActiveClusters(&n, k, &cfg) != cudaSuccess) {
         (void)cudaGetLastError();
@@ -213,38 +231,17 @@ mkg_status mkg_gemm_launch_ex(const mkg_gemm_op *op, int s, int grid, unsigned i
     if (mkg_schedule_workspace_bytes(s, d->m, d->n, d->k, d->kc) > (d->workspace ? d->workspace_bytes : 0))
         return MKG_ERR_WORKSPACE_TOO_SMALL;
     const mkg_schedule_info *info = mkg_schedule_get(s);
-    const int cl = info->cluster;
     const int g = mkg_gemm_launch_grid(op, s, grid);
 
     const mkg_gemm_params *p = op->dev;
     int raster = info->raster, group = info->group, split = info->split;
     void *args[4] = {(void *)&p, (void *)&raster, (void *)&group, (void *)&split};
-    dim3 gd = {(unsigned)g, 1, 1};
-    dim3 bd = {MKG_LAUNCH_THREADS, 1, 1};
     const void *kernel = mkg_kernel_sm90(d->a_type, s, mkg_chunk_count(d->k, d->kc) > 1);
     if (!kernel)
         return MKG_ERR_SCHEDULE_INELIGIBLE;
     cudaLaunchConfig_t cfg;
     cudaLaunchAttribute attr[2];
-    memset(&cfg, 0, sizeof cfg);
-    memset(attr, 0, sizeof attr);
-    cfg.gridDim = gd;
-    cfg.blockDim = bd;
-    cfg.dynamicSmemBytes = MKG_LAUNCH_SMEM_BYTES;
-    cfg.stream = stream;
-    cfg.attrs = attr;
-    if (cl > 1) {
-        attr[cfg.numAttrs].id = cudaLaunchAttributeClusterDimension;
-        attr[cfg.numAttrs].val.clusterDim.x = (unsigned)cl;
-        attr[cfg.numAttrs].val.clusterDim.y = 1;
-        attr[cfg.numAttrs].val.clusterDim.z = 1;
-        ++cfg.numAttrs;
-    }
-    if (flags & MKG_LAUNCH_FLAG_PDL) {
-        attr[cfg.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr[cfg.numAttrs].val.programmaticStreamSerializationAllowed = 1;
-        ++cfg.numAttrs;
-    }
+    mkg_launch_config(&cfg, attr, g, info->cluster, flags, stream);
     if (cudaLaunchKernelExC(&cfg, kernel, args) != cudaSuccess) {
         (void)cudaGetLastError();
         return MKG_ERR_CUDA;
