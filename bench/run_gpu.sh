@@ -103,5 +103,26 @@ if has ncu; then
   done
   grep -E "^  [a-z_0-9]+.*\(|tensor_op|lts__t|dram__bytes|duration|grid_size|warps_active" "$out/ncu.txt" | head -60 | tee -a "$log"
 fi
+if has ncusrc; then
+  # One launch of one kernel under --set full with source-level stall sampling, condensed by
+  # tools/ncu_source_summary.py; then cuBLASLt's kernel for the same problem (name, SOL, stalls).
+  #   MKG_NCU_BENCH  mkg_bench_gemm arguments that select the problem (e.g. "--only X --min-m 4096 --max-m 4096")
+  #   MKG_NCU_KERNEL mangled-name regex of our kernel; MKG_NCU_SKIP launches of it to skip first
+  say "ncu source ($MKG_NCU_BENCH)"
+  timeout 300 ncu --clock-control none --kernel-name-base mangled -k "regex:${MKG_NCU_KERNEL:-mkg_gemm_persistent}" \
+    --launch-skip "${MKG_NCU_SKIP:-3}" --launch-count 1 --set full --import-source yes -f -o /tmp/ncu_mk \
+    "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" ${MKG_NCU_BENCH:-} --dtype bf16 \
+    --out /tmp/ncu_bench.json >"$out/ncu_src.txt" 2>&1
+  say "ncu mkgemm rc=$?"
+  ncu -i /tmp/ncu_mk.ncu-rep --page details >>"$out/ncu_src.txt" 2>&1
+  ncu -i /tmp/ncu_mk.ncu-rep --page source --csv --print-source sass >/tmp/ncu_src.csv 2>&1
+  python3 "$root/tools/ncu_source_summary.py" /tmp/ncu_src.csv >>"$out/ncu_src.txt" 2>&1
+  timeout 300 ncu --clock-control none -k "regex:^(sm90_|nvjet|cutlass)" --launch-skip 2 --launch-count 1 \
+    --section SpeedOfLight --section WarpStateStats --section LaunchStats --section Occupancy \
+    --section MemoryWorkloadAnalysis "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" \
+    ${MKG_NCU_BENCH:-} --dtype bf16 --out /tmp/ncu_bench2.json >"$out/ncu_cublas.txt" 2>&1
+  say "ncu cublas rc=$?"
+  grep -E "^  [a-zA-Z_0-9]+.*\(|Duration|Throughput|Stall|Warp Cycles" "$out/ncu_cublas.txt" | head -30 | tee -a "$log"
+fi
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv 2>&1 | tee -a "$log"
 say "done"
