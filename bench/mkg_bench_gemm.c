@@ -33,6 +33,7 @@ typedef struct mkg_bench_args {
     int replays;
     int min_m, max_m;
     int pdl;
+    int sustain_ms;
 } mkg_bench_args;
 
 static void mkg_bench_usage(FILE *f)
@@ -40,7 +41,7 @@ static void mkg_bench_usage(FILE *f)
     fprintf(f,
             "usage: mkg_bench_gemm --out PATH [--shapes FILE] [--dtype bf16|fp16|all] [--commit STR]\n"
             "                      [--replays N] [--only NAME[,NAME..]] [--max-m N] [--min-m N]\n"
-            "                      [--table FILE] [--autotune-out FILE] [--pdl 0|1]\n"
+            "                      [--table FILE] [--autotune-out FILE] [--pdl 0|1] [--sustain MS]\n"
             "  --out PATH      results JSON to write (required)\n"
             "  --shapes FILE   shapes CSV `name,N,K,M values` (default %s)\n"
             "  --dtype D       input and output dtype: bf16, fp16, tf32 (fp32 operands and C, tf32\n"
@@ -56,6 +57,8 @@ static void mkg_bench_usage(FILE *f)
             "                  load, says why and runs the cost model only\n"
             "  --pdl 0|1       1: also time every schedule launched with programmatic dependent launch\n"
             "                  (MKG_LAUNCH_FLAG_PDL): JSON oracle_pdl_*, schedules_pdl (default 0)\n"
+            "  --sustain MS    > 0: then replay the oracle and cuBLASLt's best alone for MS ms each,\n"
+            "                  sampling SM clock and power through NVML: JSON sustained (default 0)\n"
             "  --autotune-out FILE\n"
             "                  after the runs, write a table file: per (layer, M bucket) the fastest\n"
             "                  measured schedule, the cost model where nothing was measured\n"
@@ -118,6 +121,8 @@ static void mkg_bench_parse_args(int argc, char **argv, mkg_bench_args *a)
             a->max_m = mkg_bench_int_arg(flag, value);
         else if (strcmp(flag, "--pdl") == 0)
             a->pdl = mkg_bench_int_arg(flag, value) != 0;
+        else if (strcmp(flag, "--sustain") == 0)
+            a->sustain_ms = mkg_bench_int_arg(flag, value);
         else {
             fprintf(stderr, "mkg_bench_gemm: unknown option %s\n", flag);
             mkg_bench_usage(stderr);
@@ -234,6 +239,7 @@ int main(int argc, char **argv)
     memset(&layers, 0, sizeof layers);
     mkg_bench_init(&cfg, args.replays);
     cfg.pdl = args.pdl;
+    cfg.sustain_ms = args.sustain_ms;
     if ((args.table || args.autotune_out) && mkg_bench_layers_create(&cfg, shapes, nshapes, &layers) != 0)
         return 1;
     if (args.table) {

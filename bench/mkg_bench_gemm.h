@@ -40,6 +40,8 @@ typedef struct mkg_bench_cfg {
     cublasLtHandle_t lt;
     void *workspace;            /* MKG_BENCH_WORKSPACE_BYTES of device memory */
     int pdl;                    /* 1: also time every schedule launched with MKG_LAUNCH_FLAG_PDL */
+    int sustain_ms;             /* > 0: also run the oracle and cuBLASLt's best alone this long each,
+                                   sampling the SM clock and board power (mkg_bench_sustain) */
 } mkg_bench_cfg;
 
 /* Opens the current device (call mkg_device_check() first) and readies the dispatch
@@ -50,6 +52,18 @@ void mkg_bench_init(mkg_bench_cfg *cfg, int replays);
 void mkg_bench_release(mkg_bench_cfg *cfg);
 
 // ---- one measured row ------------------------------------------------------------------
+
+/* One candidate replayed alone for cfg->sustain_ms (the second half is measured): time per
+ * GEMM and the SM clock, board power and clock-event reasons NVML reported meanwhile. */
+typedef struct mkg_bench_sustained {
+    int valid;                  /* 0: not run, or NVML unavailable (then only us is set) */
+    double us;                  /* median microseconds per GEMM over the measured replays */
+    double sm_mhz;              /* mean SM clock over the measured half */
+    double watts;               /* mean board power over the measured half */
+    double mcycles;             /* us * sm_mhz / 1e6: SM megacycles per GEMM (clock-free cost) */
+    unsigned long long reasons; /* OR of NVML clock-event reasons seen (0x4 SW power cap, ...) */
+    int samples;
+} mkg_bench_sustained;
 
 typedef struct mkg_bench_row {
     char shape[MKG_BENCH_NAME_MAX];
@@ -78,6 +92,8 @@ typedef struct mkg_bench_row {
     int oracle_pdl;                     /* fastest eligible schedule under PDL launches */
     double oracle_pdl_us;
     int pdl_bitexact;                   /* 1: every PDL launch wrote the plain launch's bits */
+    int cublas_best;                    /* index of the fastest cuBLASLt candidate */
+    mkg_bench_sustained sustained[2];   /* cfg->sustain_ms > 0: [0] the oracle, [1] cuBLASLt's best */
     double sched_err[MKG_SCHED_COUNT];  /* max_rel_err, eligible schedules */
     int mismatch[MKG_SCHED_COUNT];      /* 1: C differs bitwise from the first eligible schedule */
 } mkg_bench_row;

@@ -10,6 +10,7 @@
  */
 #define _POSIX_C_SOURCE 200809L     /* popen, pclose, gmtime_r */
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -531,6 +532,116 @@ static void mkg_bench_time_interleaved(const mkg_bench_cfg *cfg, const mkg_bench
     free(g);
 }
 
+// ---- sustained runs: one candidate alone, clock and power sampled through NVML ------------
+
+/* NVML through dlopen (the driver's libnvidia-ml; nothing links against it at build time). */
+typedef struct mkg_nvml {
+    void *lib;
+    void *dev;
+    int (*clock)(void *dev, int type, unsigned int *mhz);
+    int (*power)(void *dev, unsigned int *mw);
+    int (*reasons)(void *dev, unsigned long long *bits);
+} mkg_nvml;
+
+static int mkg_nvml_open(const mkg_bench_cfg *cfg, mkg_nvml *n)
+{
+    memset(n, 0, sizeof *n);
+    n->lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!n->lib)
+        return 0;
+    int (*init)(void) = (int (*)(void))dlsym(n->lib, "nvmlInit_v2");
+    int (*by_bus)(const char *, void **) = (int (*)(const char *, void **))dlsym(n->lib,
+                                                                               "nvmlDeviceGetHandleByPciBusId_v2");
+    n->clock = (int (*)(void *, int, unsigned int *))dlsym(n->lib, "nvmlDeviceGetClockInfo");
+    n->power = (int (*)(void *, unsigned int *))dlsym(n->lib, "nvmlDeviceGetPowerUsage");
+    n->reasons = (int (*)(void *, unsigned long long *))dlsym(n->lib, "nvmlDeviceGetCurrentClocksThrottleReasons");
+    char bus[32];
+    MKG_CUDA_CHECK(cudaDeviceGetPCIBusId(bus, (int)sizeof bus, cfg->device));
+    if (!init || !by_bus || !n->clock || !n->power || init() != 0 || by_bus(bus, &n->dev) != 0) {
+        dlclose(n->lib);
+        n->lib = NULL;
+        return 0;
+    }
+    return 1;
+}
+
+static double mkg_bench_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+/* Replays candidate c's graph back to back for cfg->sustain_ms after a 200 ms idle gap, and
+ * measures the second half: per-GEMM time from events, clock and power from NVML samples
+ * taken every ~2 ms while the replays run. NOTE: the interleaved timing averages the chip's
+ * power state over all candidates; this isolates one candidate's steady state, so a gap
+ * that comes from clock (power draw) separates from one that comes from cycles. */
+static mkg_bench_sustained mkg_bench_sustain(const mkg_bench_cfg *cfg, const mkg_bench_problem *p,
+                                             mkg_bench_cand c)
+{
+    mkg_bench_sustained out;
+    memset(&out, 0, sizeof out);
+    mkg_bench_graph g;
+    mkg_bench_graph_create(cfg, p, c, mkg_bench_launches_for(cfg, p, c), &g);
+    const double replay_us = mkg_bench_graph_median_us(cfg, &g, MKG_BENCH_PROBE_REPLAYS);
+    int n = (int)(1e3 * cfg->sustain_ms / (replay_us > 1.0 ? replay_us : 1.0));
+    n = n < 8 ? 8 : n > 20000 ? 20000 : n;
+    cudaEvent_t *ev = (cudaEvent_t *)mkg_bench_calloc((size_t)n + 1, sizeof *ev);
+    double *us = (double *)mkg_bench_calloc((size_t)n, sizeof *us);
+    for (int i = 0; i <= n; ++i)
+        MKG_CUDA_CHECK(cudaEventCreate(&ev[i]));
+    mkg_nvml nv;
+    const int have_nvml = mkg_nvml_open(cfg, &nv);
+    const struct timespec gap = {0, 200 * 1000 * 1000};
+    nanosleep(&gap, NULL);
+    MKG_CUDA_CHECK(cudaEventRecord(ev[0], cfg->stream));
+    for (int i = 0; i < n; ++i) {
+        MKG_CUDA_CHECK(cudaGraphLaunch(g.exec, cfg->stream));
+        MKG_CUDA_CHECK(cudaEventRecord(ev[i + 1], cfg->stream));
+    }
+    const double t0 = mkg_bench_now_ms();
+    double mhz = 0.0, mw = 0.0;
+    while (cudaEventQuery(ev[n]) == cudaErrorNotReady) {
+        const struct timespec tick = {0, 2 * 1000 * 1000};
+        nanosleep(&tick, NULL);
+        // The second half of the replays, as far as the host can tell.
+        if (!have_nvml || cudaEventQuery(ev[n / 2]) != cudaSuccess)
+            continue;
+        unsigned int clk = 0, pw = 0;
+        unsigned long long why = 0;
+        if (nv.clock(nv.dev, 1 /* NVML_CLOCK_SM */, &clk) == 0 && nv.power(nv.dev, &pw) == 0) {
+            mhz += clk;
+            mw += pw;
+            ++out.samples;
+        }
+        if (nv.reasons && nv.reasons(nv.dev, &why) == 0)
+            out.reasons |= why;
+    }
+    MKG_CUDA_CHECK(cudaGetLastError());
+    (void)t0;
+    for (int i = 0; i < n; ++i) {
+        float ms = 0.0f;
+        MKG_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[i], ev[i + 1]));
+        us[i] = 1000.0 * ms / g.launches;
+    }
+    out.us = mkg_bench_median(us + n / 2, n - n / 2);
+    if (out.samples > 0) {
+        out.valid = 1;
+        out.sm_mhz = mhz / out.samples;
+        out.watts = 1e-3 * mw / out.samples;
+        out.mcycles = out.us * out.sm_mhz * 1e-6;
+    }
+    if (have_nvml)
+        dlclose(nv.lib);
+    for (int i = 0; i <= n; ++i)
+        MKG_CUDA_CHECK(cudaEventDestroy(ev[i]));
+    free(us);
+    free(ev);
+    mkg_bench_graph_destroy(&g);
+    return out;
+}
+
 // ---- correctness -------------------------------------------------------------------------
 
 /* FP64 reference of the first and the last min(M, 128) rows of C (one block when they meet). */
@@ -731,7 +842,10 @@ static void mkg_bench_time_all(const mkg_bench_cfg *cfg, const mkg_bench_problem
     for (int c = first_lt; c < count; ++c) {
         if (c == first_lt)
             row->cublas_us = row->cublas_best_us = us[c];
-        row->cublas_best_us = fmin(row->cublas_best_us, us[c]);
+        if (us[c] <= row->cublas_best_us) {
+            row->cublas_best_us = us[c];
+            row->cublas_best = cands[c].id;
+        }
     }
 }
 
@@ -765,6 +879,10 @@ void mkg_bench_gemm_row_tuned(const mkg_bench_cfg *cfg, const char *shape, int m
     mkg_bench_tables_create(cfg, &p, tuned, out);
     mkg_bench_check(cfg, &p, out);
     mkg_bench_time_all(cfg, &p, out);
+    if (cfg->sustain_ms > 0) {
+        out->sustained[0] = mkg_bench_sustain(cfg, &p, mkg_bench_cand_of(MKG_BENCH_MKGEMM, out->oracle));
+        out->sustained[1] = mkg_bench_sustain(cfg, &p, mkg_bench_cand_of(MKG_BENCH_CUBLAS, out->cublas_best));
+    }
     mkg_bench_check_dispatch(cfg, &p, out);
     if (!p.table[0]) {
         out->schedule = out->oracle;
@@ -801,7 +919,14 @@ void mkg_bench_print_row(const mkg_bench_row *r)
     printf("  cublas_best %9.2f us  ratio %6.3f  err %.2e  bitexact %s  dispatch %s\n", r->cublas_best_us,
            mkg_bench_ratio(r), r->max_rel_err, r->bitexact ? "yes" : "NO",
            r->dispatch_bitexact && (!r->tuned || r->tuned_bitexact) ? "=oracle" : "DIFFERS");
-    fflush(stdout);
+    if (r->sustained[0].us > 0.0) {
+        const mkg_bench_sustained *a = &r->sustained[0], *b = &r->sustained[1];
+        printf("  sustained alone: oracle %.2f us at %.0f MHz %.0f W (%.4f Mcycles, reasons 0x%llx), cuBLASLt %.2f us "
+               "at %.0f MHz %.0f W (%.4f Mcycles, reasons 0x%llx): time ratio %.3f, cycle ratio %.3f\n",
+               a->us, a->sm_mhz, a->watts, a->mcycles, a->reasons, b->us, b->sm_mhz, b->watts, b->mcycles,
+               b->reasons, b->us / a->us, a->mcycles > 0.0 ? b->mcycles / a->mcycles : NAN);
+        fflush(stdout);
+    }
 }
 
 /* A geometric mean of ratios and the row of the smallest. */
@@ -1253,6 +1378,22 @@ static void mkg_json_row(FILE *f, const mkg_bench_row *r)
     mkg_json_number(f, "%.2f", r->tflops);
     fputs(",\n     \"schedules\": ", f);
     mkg_json_schedule_times(f, r, r->sched_us);
+    if (r->sustained[0].us > 0.0) {
+        fputs(",\n     \"sustained\": {", f);
+        for (int i = 0; i < 2; ++i) {
+            const mkg_bench_sustained *x = &r->sustained[i];
+            fprintf(f, "%s\"%s\": {\"us\": ", i ? ", " : "", i ? "cublas_best" : "oracle");
+            mkg_json_number(f, "%.3f", x->us);
+            fputs(", \"sm_mhz\": ", f);
+            mkg_json_number(f, "%.1f", x->valid ? x->sm_mhz : NAN);
+            fputs(", \"watts\": ", f);
+            mkg_json_number(f, "%.1f", x->valid ? x->watts : NAN);
+            fputs(", \"mcycles\": ", f);
+            mkg_json_number(f, "%.5f", x->valid ? x->mcycles : NAN);
+            fprintf(f, ", \"clock_reasons\": %llu, \"samples\": %d}", x->reasons, x->samples);
+        }
+        fputs("}", f);
+    }
     if (r->oracle_pdl < 0) {
         fputs(",\n     \"oracle_pdl_schedule\": null, \"oracle_pdl_us\": null, \"pdl_bitexact\": null, "
               "\"schedules_pdl\": null}", f);
