@@ -190,65 +190,111 @@ struct mkg_epi_shape {
     static_assert(ROWS * 128 <= MKG_LAUNCH_EPI_BYTES / 4, "a chunk fits one staging buffer");
 };
 
+// Staging buffers: warpgroup w owns NB buffers of MKG_EPI_BUF_BYTES at base + (w NB + b) * 8 KB,
+// used round robin (r->epi counts the chunks this warpgroup has stored). Before a buffer is
+// rewritten, the store that last read it (NB chunks ago) must have finished reading.
+//   NB < CHUNKS:  chunk by chunk, each waiting for the store NB chunks back (the launch-wide
+//                 area: 2 buffers per warpgroup, which megakernels and the dispatch kernel use);
+//   NB >= CHUNKS: the whole warpgroup tile in one pass, two barriers per tile, and no wait on
+//                 this tile's own stores: their reads overlap the next tile's mainloop. The
+//                 shipped kernel gives a schedule whatever the launch-wide budget leaves past its
+//                 ring (mkg_shape::EPI_BUFS), so rows with a smaller ring get more buffers.
+#define MKG_EPI_BUF_BYTES (8 * 1024)
+
 template <int WN, int SWAP, int OT>
-static __device__ __forceinline__ void mkg_epilogue_staged_as(const mkg_gemm_params *p, const float *d, int x0,
-                                                              int y0, mkg_ring *r, const mkg_smem *sm, int wg)
+static __device__ __forceinline__ void mkg_epilogue_chunk_to_smem(const float *d, int ch, uint32_t buf)
 {
     typedef mkg_epi_shape<WN, SWAP, OT> E;
     const int t = threadIdx.x & 127;
     const int lane = t & 31;
     const int xr = (t >> 5) * 16 + (lane >> 2);                // X row of d[4j + 2h + e] is xr + 8h
     const int yc = 2 * (lane & 3);                            // Y column is 8j + yc + e
-    const bool issuer = t == 0;
-    const int bar = MKG_LAUNCH_BAR_EPI + wg;
-    const CUtensorMap *map = &p->c_map[mkg_box_class(E::ROWS)];
+    if constexpr (!SWAP) {
+        // chunk = 64 X rows (C rows) x CW Y columns (C columns)
 #pragma unroll
-    for (int ch = 0; ch < E::CHUNKS; ++ch) {
-        const uint32_t buf = sm->epi + (uint32_t)(2 * wg + (r->epi & 1)) * (MKG_LAUNCH_EPI_BYTES / 4);
-        ++r->epi;
-        // The store that last read this buffer was issued two chunks ago.
-        if (issuer)
-            mkg_bulk_wait_group_read<1>();
-        mkg_bar_sync(bar, 128);
-        if constexpr (!SWAP) {
-            // chunk = 64 X rows (C rows) x CW Y columns (C columns)
-#pragma unroll
-            for (int jj = 0; jj < E::CW / 8; ++jj) {
-                const int j = ch * (E::CW / 8) + jj;
-                const int col = 8 * jj + yc;
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const uint32_t a = buf + mkg_sw128_offset(xr + 8 * h, col * E::OSZ);
-                    const float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
-                    if constexpr (OT == MKG_DTYPE_FP32)
-                        mkg_st_shared_v2_b32(a, __float_as_uint(v0), __float_as_uint(v1));
-                    else
-                        mkg_st_shared_b32(a, mkg_pack2<OT>(v0, v1));
-                }
-            }
-        } else {
-            // chunk = WN Y rows (C rows: tokens) x CW X columns (C columns: weights)
+        for (int jj = 0; jj < E::CW / 8; ++jj) {
+            const int j = ch * (E::CW / 8) + jj;
+            const int col = 8 * jj + yc;
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
-                const int col = xr + 8 * h - ch * E::CW;
-                if (col >= 0 && col < E::CW) {
-#pragma unroll
-                    for (int j = 0; j < WN / 8; ++j)
-#pragma unroll
-                        for (int e = 0; e < 2; ++e)
-                            mkg_st_shared_elem<OT>(buf + mkg_sw128_offset(8 * j + yc + e, col * E::OSZ),
-                                                   d[4 * j + 2 * h + e]);
-                }
+                const uint32_t a = buf + mkg_sw128_offset(xr + 8 * h, col * E::OSZ);
+                const float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
+                if constexpr (OT == MKG_DTYPE_FP32)
+                    mkg_st_shared_v2_b32(a, __float_as_uint(v0), __float_as_uint(v1));
+                else
+                    mkg_st_shared_b32(a, mkg_pack2<OT>(v0, v1));
             }
         }
+    } else {
+        // chunk = WN Y rows (C rows: tokens) x CW X columns (C columns: weights)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int col = xr + 8 * h - ch * E::CW;
+            if (col >= 0 && col < E::CW) {
+#pragma unroll
+                for (int j = 0; j < WN / 8; ++j)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e)
+                        mkg_st_shared_elem<OT>(buf + mkg_sw128_offset(8 * j + yc + e, col * E::OSZ),
+                                               d[4 * j + 2 * h + e]);
+            }
+        }
+    }
+}
+
+template <int WN, int SWAP, int OT>
+static __device__ __forceinline__ void mkg_epilogue_chunk_store(const mkg_gemm_params *p, int ch, uint32_t buf,
+                                                                int x0, int y0)
+{
+    typedef mkg_epi_shape<WN, SWAP, OT> E;
+    const CUtensorMap *map = &p->c_map[mkg_box_class(E::ROWS)];
+    if constexpr (!SWAP)
+        mkg_tma_store_2d(map, buf, y0 + ch * E::CW, x0);
+    else
+        mkg_tma_store_2d(map, buf, x0 + ch * E::CW, y0);
+    mkg_bulk_commit_group();
+}
+
+template <int WN, int SWAP, int OT, int NB>
+static __device__ __forceinline__ void mkg_epilogue_staged_as(const mkg_gemm_params *p, const float *d, int x0,
+                                                              int y0, mkg_ring *r, uint32_t base, int wg)
+{
+    typedef mkg_epi_shape<WN, SWAP, OT> E;
+    static_assert(NB >= 2 && NB <= 8, "2 .. 8 staging buffers per warpgroup");
+    const bool issuer = (threadIdx.x & 127) == 0;
+    const int bar = MKG_LAUNCH_BAR_EPI + wg;
+    const uint32_t mine = base + (uint32_t)(wg * NB) * MKG_EPI_BUF_BYTES;
+    if constexpr (NB >= E::CHUNKS) {
+        // The last NB - CHUNKS stores may still read; the ones before them used our buffers.
+        if (issuer)
+            mkg_bulk_wait_group_read<NB - E::CHUNKS>();
+        mkg_bar_sync(bar, 128);
+#pragma unroll
+        for (int ch = 0; ch < E::CHUNKS; ++ch)
+            mkg_epilogue_chunk_to_smem<WN, SWAP, OT>(d, ch, mine + (uint32_t)((r->epi + ch) % NB) * MKG_EPI_BUF_BYTES);
         mkg_fence_proxy_async_shared();
         mkg_bar_sync(bar, 128);
         if (issuer) {
-            if constexpr (!SWAP)
-                mkg_tma_store_2d(map, buf, y0 + ch * E::CW, x0);
-            else
-                mkg_tma_store_2d(map, buf, x0 + ch * E::CW, y0);
-            mkg_bulk_commit_group();
+#pragma unroll
+            for (int ch = 0; ch < E::CHUNKS; ++ch)
+                mkg_epilogue_chunk_store<WN, SWAP, OT>(
+                    p, ch, mine + (uint32_t)((r->epi + ch) % NB) * MKG_EPI_BUF_BYTES, x0, y0);
+        }
+        r->epi = (r->epi + E::CHUNKS) % NB;
+    } else {
+#pragma unroll
+        for (int ch = 0; ch < E::CHUNKS; ++ch) {
+            const uint32_t buf = mine + (uint32_t)(r->epi % NB) * MKG_EPI_BUF_BYTES;
+            r->epi = (r->epi + 1) % NB;
+            // The store that last read this buffer was issued NB chunks ago.
+            if (issuer)
+                mkg_bulk_wait_group_read<NB - 1>();
+            mkg_bar_sync(bar, 128);
+            mkg_epilogue_chunk_to_smem<WN, SWAP, OT>(d, ch, buf);
+            mkg_fence_proxy_async_shared();
+            mkg_bar_sync(bar, 128);
+            if (issuer)
+                mkg_epilogue_chunk_store<WN, SWAP, OT>(p, ch, buf, x0, y0);
         }
     }
 }
@@ -261,9 +307,9 @@ static __device__ __forceinline__ void mkg_epilogue_drain(void)
         mkg_bulk_wait_group<0>();
 }
 
-template <int WN, int SWAP, int OT>
+template <int WN, int SWAP, int OT, int NB>
 static __device__ __forceinline__ void mkg_epilogue_as(const mkg_gemm_params *p, int m, const float *d, int x0,
-                                                       int y0, mkg_ring *r, const mkg_smem *sm, int wg)
+                                                       int y0, mkg_ring *r, uint32_t base, int wg)
 {
     // The C tensor map clips at the encoded M; below it, a tile crossing the runtime M goes direct.
     const bool rows_ok = (SWAP ? y0 + WN : x0 + 64) <= m || m == p->m;
@@ -273,7 +319,7 @@ static __device__ __forceinline__ void mkg_epilogue_as(const mkg_gemm_params *p,
     const int n = p->n;
     const bool cols_ok = n % UNIT == 0 || (SWAP ? x0 + 64 : y0 + WN) <= n - n % UNIT;
     if (mkg_epi_shape<WN, SWAP, OT>::OK && rows_ok && cols_ok)
-        mkg_epilogue_staged_as<WN, SWAP, OT>(p, d, x0, y0, r, sm, wg);
+        mkg_epilogue_staged_as<WN, SWAP, OT, NB>(p, d, x0, y0, r, base, wg);
     else
         mkg_epilogue_store_as<WN, SWAP, OT>(p, m, d, x0, y0);
 }
@@ -356,16 +402,18 @@ static __device__ __forceinline__ void mkg_epilogue_signal(const mkg_gemm_params
         mkg_dep_signal(p->deps.done, r0 / MKG_DEP_ROWS, (unsigned int)(rows * cols));
 }
 
-template <int WN, int SWAP>
+// Staged stores go through NB buffers per warpgroup at shared address epi_base (see
+// mkg_epilogue_staged_as); NB = 2 at mkg_smem::epi is the launch-wide area.
+template <int WN, int SWAP, int NB = 2>
 static __device__ __forceinline__ void mkg_epilogue_store(const mkg_gemm_params *p, int m, const float *d,
-                                                          int x0, int y0, mkg_ring *r, const mkg_smem *sm,
+                                                          int x0, int y0, mkg_ring *r, uint32_t epi_base,
                                                           int wg)
 {
     if (p->epilogue == MKG_EPI_STORE && !p->deps.done) {
         switch (p->c_type) {
-        case MKG_DTYPE_BF16: mkg_epilogue_as<WN, SWAP, MKG_DTYPE_BF16>(p, m, d, x0, y0, r, sm, wg); break;
-        case MKG_DTYPE_FP16: mkg_epilogue_as<WN, SWAP, MKG_DTYPE_FP16>(p, m, d, x0, y0, r, sm, wg); break;
-        default:             mkg_epilogue_as<WN, SWAP, MKG_DTYPE_FP32>(p, m, d, x0, y0, r, sm, wg); break;
+        case MKG_DTYPE_BF16: mkg_epilogue_as<WN, SWAP, MKG_DTYPE_BF16, NB>(p, m, d, x0, y0, r, epi_base, wg); break;
+        case MKG_DTYPE_FP16: mkg_epilogue_as<WN, SWAP, MKG_DTYPE_FP16, NB>(p, m, d, x0, y0, r, epi_base, wg); break;
+        default:             mkg_epilogue_as<WN, SWAP, MKG_DTYPE_FP32, NB>(p, m, d, x0, y0, r, epi_base, wg); break;
         }
         return;
     }

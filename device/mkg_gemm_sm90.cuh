@@ -102,16 +102,16 @@ mkg_gemm_persistent_sm90(const mkg_gemm_params *__restrict__ p, int raster, int 
         static_assert(!CH || S::CHUNKED, "only rows with wgmma N <= MKG_CHUNKED_MAX_WN fold chunks");
         if constexpr (!CH) {
             for (int u = first; u < units; u += stride)
-                mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, true, CL>(p, m, u, 0, raster, group, split, &ring,
-                                                                          &sm, wg, d, tot);
+                mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, true, CL, true>(p, m, u, 0, raster, group, split,
+                                                                                &ring, &sm, wg, d, tot);
         } else {
             // One flat loop over (unit, chunk) steps: see mkg_gemm_consume_step.
             int u = blockIdx.x, c = 0, c_end = 0;
             if (u < units)
                 mkg_unit_chunk_range(p, u, split, &c, &c_end);
             while (u < units) {
-                mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false>(p, m, u, c, raster, group, split, &ring,
-                                                                       &sm, wg, d, tot);
+                mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, true>(p, m, u, c, raster, group, split,
+                                                                                &ring, &sm, wg, d, tot);
                 if (++c == c_end) {
                     u += gridDim.x;
                     if (u < units)

@@ -45,6 +45,12 @@ struct mkg_shape {
     static constexpr uint32_t STAGE_BYTES = A_BYTES + B_BYTES;
     static constexpr uint32_t X_OFF = SWAP ? A_BYTES : 0;        // X operand inside a stage
     static constexpr uint32_t Y_OFF = SWAP ? 0 : A_BYTES;        // Y operand inside a stage
+    // Shipped kernel only (one schedule per launch): epilogue staging right after this row's
+    // ring, as many 8 KB buffers per consumer as the launch-wide ring + staging budget leaves.
+    static constexpr uint32_t EPI_OFF = ST * STAGE_BYTES;
+    static constexpr int EPI_FREE = (int)((MKG_LAUNCH_RING_BYTES + MKG_LAUNCH_EPI_BYTES - EPI_OFF) /
+                                          (MKG_LAUNCH_CONSUMERS * 8u * 1024u));
+    static constexpr int EPI_BUFS = EPI_FREE > 8 ? 8 : EPI_FREE;
     static_assert(TK == 64 || TK == 32, "one stage row is one 128-byte swizzle span: 64 16-bit or 32 fp32 elements");
     static_assert(P == 64 || P == 128, "two consumer warpgroups cover 64 or 128 MMA rows");
     static_assert(WN % 8 == 0 && WN >= 8 && WN <= 256, "wgmma N is 8..256 in steps of 8");
@@ -260,8 +266,10 @@ static __device__ __forceinline__ void mkg_unit_chunk_range(const mkg_gemm_param
 // step), so d restarts per unit and the epilogue reads d (no fold).
 // CL > 1: a released slot is released in every CTA of the cluster (their producers
 // multicast into it), and only one-chunk units run.
+// XE: staged epilogue stores use the shared memory past this row's ring (mkg_shape::EPI_BUFS
+// buffers per consumer), only where nothing else runs on the ring (the shipped kernel).
 template <int DT, int TM, int TN, int TK, int ST, int SWAP, bool ONE = !mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED,
-          int CL = 1>
+          int CL = 1, bool XE = false>
 static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_params *p, int m, int unit, int c,
                                                              int raster, int group, int split, mkg_ring *r,
                                                              const mkg_smem *sm, int wg, float *d, float *tot)
@@ -319,7 +327,10 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
     if constexpr (ONE) {
         if (CL > 1 && x0 >= m)
             return;                                   // the odd last tile row of a cluster: nothing to store
-        mkg_epilogue_store<WN, SWAP>(p, m, d, x0, y0, r, sm, wg);
+        if constexpr (XE)
+            mkg_epilogue_store<WN, SWAP, S::EPI_BUFS>(p, m, d, x0, y0, r, sm->ring + S::EPI_OFF, wg);
+        else
+            mkg_epilogue_store<WN, SWAP>(p, m, d, x0, y0, r, sm->epi, wg);
     } else {
         const bool partials = u.splits > 1;
         if (partials)
@@ -334,7 +345,10 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
                 return;
             mkg_partial_fold<WN>(p, &u, wg, tot);
         }
-        mkg_epilogue_store<WN, SWAP>(p, m, tot, x0, y0, r, sm, wg);
+        if constexpr (XE)
+            mkg_epilogue_store<WN, SWAP, S::EPI_BUFS>(p, m, tot, x0, y0, r, sm->ring + S::EPI_OFF, wg);
+        else
+            mkg_epilogue_store<WN, SWAP>(p, m, tot, x0, y0, r, sm->epi, wg);
     }
 }
 

@@ -56,7 +56,8 @@ extern "C" {
     X(m128n256k64_s4_rm_g8_c2,       128, 256, 64, 4, MKG_RASTER_M,  8,    0,    1,  2) \
     X(m128n256k64_s4_rn_g8_c2,       128, 256, 64, 4, MKG_RASTER_N,  8,    0,    1,  2) \
     X(m128n128k64_s6_rm_g8_c2,       128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1,  2) \
-    X(m128n128k64_s6_rn_g8_c2,       128, 128, 64, 6, MKG_RASTER_N,  8,    0,    1,  2)
+    X(m128n128k64_s6_rn_g8_c2,       128, 128, 64, 6, MKG_RASTER_N,  8,    0,    1,  2) \
+    X(m128n256k64_s3_rn_g8,          128, 256, 64, 3, MKG_RASTER_N,  8,    0,    1,  1)
 
 typedef enum mkg_schedule {
 #define MKG_X_ENUM(name, tm, tn, tk, st, raster, group, swap, split, cl) MKG_SCHED_##name,
