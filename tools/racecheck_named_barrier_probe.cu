@@ -12,8 +12,12 @@
 //           inside a divergent branch (the megakernel's bounded dependency wait), the
 //           consumer warpgroups raise their registers with setmaxnreg and the producer
 //           warpgroup lowers its own and waits on an mbarrier the writer arrives on
-// Modes 0..2 gave 0 hazards on the H200 (bench/results/racecheck_probe_h200.txt); mode 3
-// has not run yet. Build and run on the GPU machine:
+//   mode 4: as mode 3, but the item's data sits where the megakernel's scratch does (shared
+//           offset 0x30800, in a 200+ KB dynamic allocation) and 160 threads (5 warps, as
+//           attention decode's q/k rotation) write after trig code with a slow path, then all
+//           256 read words other warps wrote
+// Modes 0..3 gave 0 hazards on the H200 (bench/results/racecheck_probe_h200.txt). Build and
+// run on the GPU machine:
 //   nvcc -gencode arch=compute_90a,code=sm_90a -lineinfo tools/racecheck_named_barrier_probe.cu -o /tmp/probe
 //   compute-sanitizer --tool racecheck --racecheck-report all /tmp/probe
 #include <cstdio>
@@ -105,6 +109,55 @@ __global__ void __launch_bounds__(384, 1) probe3(int *out, int id, int n, const 
     }
 }
 
+// Mode 4's item: writers threads write after sinf's slow path (large arguments), barrier, every
+// thread reads a word another warp wrote, barrier.
+static __device__ __noinline__ void item_many(unsigned int *s, int *out, int it, int tid, int id, int n,
+                                              int writers)
+{
+    if (tid < writers)
+        s[tid] = __float_as_uint(sinf((float)(tid + 1) * 12345.678f + (float)it));
+    bar_sync_reg(id, n);
+    out[tid + 128] += (int)(s[(tid * 37 + 64) % writers] >> 31);
+    bar_sync_reg(id, n);
+}
+
+__global__ void __launch_bounds__(384, 1) probe4(int *out, int id, int n, const unsigned int *go, unsigned int off)
+{
+    __shared__ __align__(8) unsigned long long mbar;
+    extern __shared__ unsigned int dyn[];
+    const unsigned int bar = (unsigned int)__cvta_generic_to_shared(&mbar);
+    if (threadIdx.x == 0)
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+    __syncthreads();
+    if (threadIdx.x < 128) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 56;" ::: "memory");
+        for (int it = 0; it < 4; ++it) {
+            unsigned int done = 0;
+            while (!done)
+                asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                             "selp.u32 %0, 1, 0, p;\n\t}"
+                             : "=r"(done) : "r"(bar), "r"((unsigned int)(it & 1)) : "memory");
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 224;" ::: "memory");
+        const int wg = threadIdx.x / 128 - 1;
+        for (int it = 0; it < 4; ++it) {
+            dyn[64 + threadIdx.x] = it;
+            bar_sync_reg(1 + wg, 128);
+            out[threadIdx.x] += (int)dyn[64 + (threadIdx.x ^ 1)] * 0;
+            bar_sync_reg(1 + wg, 128);
+            if (threadIdx.x == 128 && go) {
+                const long long t0 = clock64();
+                while (*(const volatile unsigned int *)go == 0u && clock64() - t0 < 2000000)
+                    __nanosleep(256);
+            }
+            item_many(dyn + off / 4, out, it, threadIdx.x - 128, id, n, 160);
+            if (threadIdx.x == 128)
+                asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+        }
+    }
+}
+
 int main()
 {
     int *out;
@@ -112,18 +165,26 @@ int main()
     cudaMalloc(&out, 384 * sizeof(int));
     cudaMalloc(&go, sizeof(unsigned int));
     cudaMemset(go, 0, sizeof(unsigned int));
-    const char *what[4] = {"full (__syncthreads)", "partial (bar.sync 3, 256)", "partial, register operands, noinline",
-                           "partial, writer spins first, setmaxnreg, producer on an mbarrier"};
-    for (int mode = 0; mode < 4; ++mode) {
+    const char *what[5] = {"full (__syncthreads)", "partial (bar.sync 3, 256)", "partial, register operands, noinline",
+                           "partial, writer spins first, setmaxnreg, producer on an mbarrier",
+                           "as 3, data at shared 0x30800 in 210 KB, 5 writer warps after sinf"};
+    const unsigned int off = 0x30800u, dyn4 = off + 16384u;
+    cudaFuncSetAttribute(probe4, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn4);
+    for (int mode = 0; mode < 5; ++mode) {
         cudaMemset(out, 0, 384 * sizeof(int));
-        if (mode == 3)
+        if (mode == 4)
+            probe4<<<1, 384, dyn4>>>(out, 3, 256, go, off);
+        else if (mode == 3)
             probe3<<<1, 384, 4096>>>(out, 3, 256, go);
         else
             probe<<<1, 384, 4096>>>(out, mode, 3, 256);
         int h[384];
         cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost);
-        printf("%s barrier: out[200] = %d (expect 10), %s\n", what[mode], h[200],
-               cudaGetErrorString(cudaGetLastError()));
+        if (mode < 4)
+            printf("%s barrier: out[200] = %d (expect 10), %s\n", what[mode], h[200],
+                   cudaGetErrorString(cudaGetLastError()));
+        else
+            printf("%s barrier: out[200] = %d, %s\n", what[mode], h[200], cudaGetErrorString(cudaGetLastError()));
     }
     return 0;
 }
