@@ -20,8 +20,15 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build="$root/build-gpu"
 stages=",${MKG_STAGES:-build,sass,test,sanitize,bench},"
 log="$out/log.txt"
-commit=${MKG_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
-if [ -n "$(git -C "$root" status --porcelain 2>/dev/null)" ]; then commit="$commit-dirty"; fi
+# MKG_COMMIT names the committed tree this copy was made from (the lent machine's copy of the
+# repository has a stale .git, so its own HEAD and status say nothing); without it, HEAD and a
+# -dirty mark for uncommitted changes.
+if [ -n "${MKG_COMMIT:-}" ]; then
+  commit=$MKG_COMMIT
+else
+  commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+  if [ -n "$(git -C "$root" status --porcelain 2>/dev/null)" ]; then commit="$commit-dirty"; fi
+fi
 export MKG_COMMIT="$commit"
 say() { echo "== $(date -u +%T) $*" | tee -a "$log"; }
 has() { [[ "$stages" == *",$1,"* ]]; }
