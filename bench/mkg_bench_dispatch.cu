@@ -43,6 +43,11 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
 
 // ---- launcher ----------------------------------------------------------------------------
 
+extern "C" int mkg_bench_dispatch_available(void)
+{
+    return 1;
+}
+
 extern "C" cudaError_t mkg_bench_dispatch_init(void)
 {
     cudaError_t e = cudaFuncSetAttribute((const void *)mkg_bench_dispatch_kernel<MKG_DTYPE_BF16>,

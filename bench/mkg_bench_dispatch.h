@@ -19,6 +19,11 @@
 extern "C" {
 #endif
 
+/* 1 when the dispatch kernel is built in; 0 in a build with MKG_BENCH_DISPATCH=OFF (a quick
+ * GPU-machine build: mkg_bench_dispatch_none.c), where the benchmark reports the oracle for
+ * the dispatched path and launch returns cudaErrorNotSupported. */
+int mkg_bench_dispatch_available(void);
+
 /* Lets the bf16 and fp16 kernels use MKG_LAUNCH_SMEM_BYTES of dynamic shared memory. */
 cudaError_t mkg_bench_dispatch_init(void);
 

@@ -83,6 +83,8 @@ void mkg_bench_init(mkg_bench_cfg *cfg, int replays)
     MKG_BENCH_LT_CHECK(cublasLtCreate(&cfg->lt));
     MKG_CUDA_CHECK(cudaMalloc(&cfg->workspace, MKG_BENCH_WORKSPACE_BYTES));
     MKG_CUDA_CHECK(mkg_bench_dispatch_init());
+    if (!mkg_bench_dispatch_available())
+        printf("note: built without the dispatch kernel (MKG_BENCH_DISPATCH=OFF): \"dispatched\" is the oracle\n");
 }
 
 void mkg_bench_release(mkg_bench_cfg *cfg)
@@ -280,8 +282,8 @@ static void mkg_bench_table_expect(const mkg_bench_problem *p, const mkg_table *
 static void mkg_bench_tables_create(const mkg_bench_cfg *cfg, mkg_bench_problem *p, const mkg_layer_plan *tuned,
                                     mkg_bench_row *row)
 {
-    if (p->dt == MKG_DTYPE_FP32) {
-        row->schedule = -1;                  /* no tf32 dispatch kernel: the row reports the oracle */
+    if (p->dt == MKG_DTYPE_FP32 || !mkg_bench_dispatch_available()) {
+        row->schedule = -1;                  /* no tf32 dispatch kernel (or none built): the row reports the oracle */
         return;
     }
     mkg_layer_desc *layers = (mkg_layer_desc *)mkg_bench_calloc((size_t)p->nsets, sizeof *layers);

@@ -12,6 +12,9 @@
 #   MKG_SANITIZE_FILTER gtest filter for the compute-sanitizer stage (MKG_TEST_SCHEDULES=sub,..
 #                limits the GEMM sweep to rows whose name holds a listed substring)
 #   MKG_CMAKE_ARGS extra cmake configure arguments; MKG_TEST_TIMEOUT seconds for the test stage (900)
+#   MKG_BUILD_TARGETS only these build targets; MKG_GPU_TEST_BIN the test stage's binary (mkgemm_gpu_tests).
+#                A quick GEMM-only run: MKG_CMAKE_ARGS=-DMKG_BENCH_DISPATCH=OFF
+#                MKG_BUILD_TARGETS="mkgemm_gemm_gpu_tests mkg_bench_gemm" MKG_GPU_TEST_BIN=mkgemm_gemm_gpu_tests
 # Every stage runs under a time limit so a hang cannot eat the lease.
 set -u -o pipefail
 out=${1:?usage: bench/run_gpu.sh OUTDIR}
@@ -39,7 +42,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temper
 if has build; then
   say "build"
   cmake -S "$root" -B "$build" -G Ninja -DMKG_LINEINFO=ON ${MKG_CMAKE_ARGS:-} >"$out/build.txt" 2>&1 &&
-    timeout 600 cmake --build "$build" -j 16 >>"$out/build.txt" 2>&1
+    timeout 600 cmake --build "$build" -j 16 ${MKG_BUILD_TARGETS:+--target $MKG_BUILD_TARGETS} >>"$out/build.txt" 2>&1
   rc=$?; say "build rc=$rc"; tail -3 "$out/build.txt" | tee -a "$log"
   [ $rc -eq 0 ] || exit 1
   grep -h -E "registers|spill|C75" "$build"/ptxas/*.log | sort | uniq -c | tee -a "$log"
@@ -60,7 +63,7 @@ fi
 
 if has test; then
   say "gpu tests"
-  timeout "${MKG_TEST_TIMEOUT:-900}" stdbuf -oL "$build"/tests/mkgemm_gpu_tests --gtest_filter="${MKG_GTEST_FILTER:-*}" >"$out/gpu_tests.log" 2>&1
+  timeout "${MKG_TEST_TIMEOUT:-900}" stdbuf -oL "$build"/tests/${MKG_GPU_TEST_BIN:-mkgemm_gpu_tests} --gtest_filter="${MKG_GTEST_FILTER:-*}" >"$out/gpu_tests.log" 2>&1
   say "gpu tests rc=$?"
   grep -E "^\[  (PASSED|FAILED|SKIPPED) |report|bitwise|seed" "$out/gpu_tests.log" | head -60 | tee -a "$log"
   timeout 300 "$build"/tests/mkgemm_cpu_tests >>"$out/gpu_tests.log" 2>&1

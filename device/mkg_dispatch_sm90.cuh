@@ -25,7 +25,7 @@ static __device__ __forceinline__ int mkg_dispatch_fail(unsigned int *err, int l
 static __device__ __forceinline__ int mkg_dispatch_chunk_capable(int s)
 {
     switch (s) {
-#define MKG_X_CAPABLE(name, tm, tn, tk, st, raster, group, swap, split, cl) \
+#define MKG_X_CAPABLE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) \
     case MKG_SCHED_##name: return mkg_shape<tm, tn, tk, st, swap>::CHUNKED;
         MKG_SCHEDULE_LIST(MKG_X_CAPABLE)
 #undef MKG_X_CAPABLE
@@ -86,7 +86,7 @@ static __device__ __forceinline__ int mkg_dispatch_begin(const mkg_layer_dev *ro
 static __device__ __forceinline__ int mkg_dispatch_units(const mkg_gemm_params *p, int s, int m)
 {
     switch (s) {
-#define MKG_X_UNITS(name, tm, tn, tk, st, raster, group, swap, split, cl) \
+#define MKG_X_UNITS(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) \
     case MKG_SCHED_##name: return mkg_unit_count<tm, tn>(p, m, split);
         MKG_SCHEDULE_LIST(MKG_X_UNITS)
 #undef MKG_X_UNITS
@@ -106,7 +106,7 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
     if (DEPS && p->deps.wait) {
         int row0 = 0, row1 = 0;
         switch (s) {
-#define MKG_X_B_FIRST(name, tm, tn, tk, st, raster, group, swap, split, cl)                                         \
+#define MKG_X_B_FIRST(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                         \
     case MKG_SCHED_##name:                                                                                       \
         pre = mkg_gemm_produce_b_first<tm, tn, tk, st, swap>(p, m, unit, raster, group, split, r, sm, &row0, &row1); \
         break;
@@ -117,7 +117,7 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
         mkg_gemm_wait_a_rows(p, m, row0, row1);
     }
     switch (s) {
-#define MKG_X_PRODUCE(name, tm, tn, tk, st, raster, group, swap, split, cl)                        \
+#define MKG_X_PRODUCE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                        \
     case MKG_SCHED_##name:                                                                      \
         mkg_gemm_produce_rest<tm, tn, tk, st, swap>(p, m, unit, raster, group, split, r, sm, pre); \
         break;
@@ -133,7 +133,7 @@ static __device__ __forceinline__ void mkg_dispatch_consume(const mkg_gemm_param
                                                             mkg_ring *r, const mkg_smem *sm, int wg)
 {
     switch (s) {
-#define MKG_X_CONSUME(name, tm, tn, tk, st, raster, group, swap, split, cl)                                    \
+#define MKG_X_CONSUME(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                    \
     case MKG_SCHED_##name: {                                                                                \
         float d[mkg_shape<tm, tn, tk, st, swap>::WN / 2], tot[1];                                          \
         mkg_gemm_consume_step<DT, tm, tn, tk, st, swap, true>(p, m, unit, 0, raster, group, split, r, sm, wg, \
@@ -155,7 +155,7 @@ static __device__ __forceinline__ void mkg_dispatch_consume_step(const mkg_gemm_
                                                                  float *d, float *tot)
 {
     switch (s) {
-#define MKG_X_STEP(name, tm, tn, tk, st, raster, group, swap, split, cl)                                            \
+#define MKG_X_STEP(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                            \
     case MKG_SCHED_##name:                                                                                       \
         if constexpr (mkg_shape<tm, tn, tk, st, swap>::CHUNKED)                                                  \
             mkg_gemm_consume_step<DT, tm, tn, tk, st, swap, false>(p, m, unit, c, raster, group, split, r, sm, wg, \
@@ -171,7 +171,7 @@ static __device__ __forceinline__ void mkg_dispatch_consume_step(const mkg_gemm_
 static __device__ __forceinline__ int mkg_dispatch_split(int s)
 {
     switch (s) {
-#define MKG_X_SPLIT(name, tm, tn, tk, st, raster, group, swap, split, cl) \
+#define MKG_X_SPLIT(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) \
     case MKG_SCHED_##name: return split;
         MKG_SCHEDULE_LIST(MKG_X_SPLIT)
 #undef MKG_X_SPLIT

@@ -37,11 +37,13 @@ static_assert(MKG_LAUNCH_CONSUMERS * 128 * MKG_LAUNCH_CONSUMER_REGS + 128 * MKG_
 static_assert(MKG_LAUNCH_SMEM_BYTES <= 227 * 1024, "shared memory budget exceeds sm_90's 227 KB");
 
 // Every schedule row compiles against the launch shape (mkg_shape's asserts).
-#define MKG_X_CHECK(name, tm, tn, tk, st, raster, group, swap, split, cl)                               \
+#define MKG_X_CHECK(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                               \
     static_assert(sizeof(mkg_shape<tm, tn, tk, st, swap>) > 0, #name);                                 \
     static_assert(cl == 1 || (cl <= MKG_LAUNCH_MAX_CLUSTER && !swap && split == 1 &&                   \
                               ((tn / cl) == 64 || (tn / cl) == 128)),                                   \
-                  #name ": cluster rows multicast a B box of TN / CL rows (a box class), no swap, no split");
+                  #name ": cluster rows multicast a B box of TN / CL rows (a box class), no swap, no split"); \
+    static_assert(pp == 0 || (tm == 128 && !swap && split == 1 && cl == 1),                           \
+                  #name ": ping-pong rows are 128-row tiles, no swap, no split, no cluster");
 MKG_SCHEDULE_LIST(MKG_X_CHECK)
 #undef MKG_X_CHECK
 
@@ -53,12 +55,14 @@ MKG_SCHEDULE_LIST(MKG_X_CHECK)
 // NOTE: two instantiations rather than a runtime branch: with both consumer loops in
 // one kernel ptxas serialized every wgmma (C7520), and the flat chunk loop alone
 // measured 5-18% slower than the plain one on single-chunk GEMMs.
-template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CH, int CL = 1>
+// PP = 1: ping-pong consumers (mkg_gemm_consume_pp), one K chunk, no split.
+template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CH, int CL = 1, int PP = 0>
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
 mkg_gemm_persistent_sm90(const mkg_gemm_params *__restrict__ p, int raster, int group, int split)
 {
     extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
     static_assert(CL == 1 || !CH, "cluster rows run one K chunk");
+    static_assert(!PP || (!CH && CL == 1 && !SWAP && TM == 128), "ping-pong rows: one chunk, no cluster, no swap");
     const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
     if (threadIdx.x == 0) {
         mkg_prefetch_tensormap(&p->a_map[mkg_box_class(TM)]);
@@ -94,28 +98,39 @@ mkg_gemm_persistent_sm90(const mkg_gemm_params *__restrict__ p, int raster, int 
         mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
         typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
         const int wg = threadIdx.x / 128 - 1;
-        float d[S::WN / 2];                              // (64, WN) chunk accumulators
-        float tot[CH ? S::WN / 2 : 1];                   // chunk fold
-#pragma unroll
-        for (int i = 0; i < S::WN / 2; ++i)
-            d[i] = 0.0f;
-        static_assert(!CH || S::CHUNKED, "only rows with wgmma N <= MKG_CHUNKED_MAX_WN fold chunks");
-        if constexpr (!CH) {
-            for (int u = first; u < units; u += stride)
-                mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, true, CL, true>(p, m, u, 0, raster, group, split,
-                                                                                &ring, &sm, wg, d, tot);
+        if constexpr (PP) {
+            float dp[TN];                                // (128, TN): two (64, TN) halves
+            int i = 0;
+            for (int u = first; u < units; u += stride, ++i) {
+                if ((i & 1) == wg)
+                    mkg_gemm_consume_pp<DT, TM, TN, TK, ST>(p, m, u, raster, group, &ring, &sm, wg, dp);
+                else
+                    mkg_gemm_skip_pp<TK, ST>(p, &ring);
+            }
         } else {
-            // One flat loop over (unit, chunk) steps: see mkg_gemm_consume_step.
-            int u = blockIdx.x, c = 0, c_end = 0;
-            if (u < units)
-                mkg_unit_chunk_range(p, u, split, &c, &c_end);
-            while (u < units) {
-                mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, true>(p, m, u, c, raster, group, split,
-                                                                                &ring, &sm, wg, d, tot);
-                if (++c == c_end) {
-                    u += gridDim.x;
-                    if (u < units)
-                        mkg_unit_chunk_range(p, u, split, &c, &c_end);
+            float d[S::WN / 2];                          // (64, WN) chunk accumulators
+            float tot[CH ? S::WN / 2 : 1];               // chunk fold
+#pragma unroll
+            for (int i = 0; i < S::WN / 2; ++i)
+                d[i] = 0.0f;
+            static_assert(!CH || S::CHUNKED, "only rows with wgmma N <= MKG_CHUNKED_MAX_WN fold chunks");
+            if constexpr (!CH) {
+                for (int u = first; u < units; u += stride)
+                    mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, true, CL, true>(p, m, u, 0, raster, group,
+                                                                                    split, &ring, &sm, wg, d, tot);
+            } else {
+                // One flat loop over (unit, chunk) steps: see mkg_gemm_consume_step.
+                int u = blockIdx.x, c = 0, c_end = 0;
+                if (u < units)
+                    mkg_unit_chunk_range(p, u, split, &c, &c_end);
+                while (u < units) {
+                    mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, true>(p, m, u, c, raster, group,
+                                                                                    split, &ring, &sm, wg, d, tot);
+                    if (++c == c_end) {
+                        u += gridDim.x;
+                        if (u < units)
+                            mkg_unit_chunk_range(p, u, split, &c, &c_end);
+                    }
                 }
             }
         }

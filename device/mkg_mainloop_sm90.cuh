@@ -352,6 +352,79 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
     }
 }
 
+// ---- ping-pong consumers (PP rows; the shipped kernel only) ---------------------------
+
+// One consumer warpgroup computes the whole TM = 128 x TN tile of work unit `unit` (one K
+// chunk, no split): per 32-byte K step two wgmma m64nTN, A rows 0..63 into d and rows
+// 64..127 into d + TN / 2, on the same B descriptor. The warpgroups take alternate units, so
+// while one runs this unit's epilogue the other's mainloop keeps the tensor cores busy; the
+// ring's fill order (unit after unit) staggers them by itself. Each slot is consumed by one
+// warpgroup, which arrives on its empty barrier for both (it counts MKG_LAUNCH_CONSUMERS).
+// d: TN floats, owned by the caller.
+template <int DT, int TM, int TN, int TK, int ST>
+static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params *p, int m, int unit, int raster,
+                                                           int group, mkg_ring *r, const mkg_smem *sm, int wg,
+                                                           float *d)
+{
+    typedef mkg_shape<TM, TN, TK, ST, 0> S;
+    constexpr int H = TN / 2;                                     // accumulators per m64 half
+    static_assert(TM == 128 && S::WN == TN, "ping-pong rows: 128-row tiles, one warpgroup per tile");
+    static_assert((DT == MKG_DTYPE_FP32) == (TK == 32), "fp32 (tf32) operands stage 32-element rows");
+    const mkg_unit u = mkg_unit_of<TM, TN, TK>(p, m, unit, raster, group, 1);
+    const bool releaser = (threadIdx.x & 127) == 0;
+    const int ke = min(u.kct, u.kt);
+#pragma unroll
+    for (int i = 0; i < TN; ++i)
+        d[i] = 0.0f;
+    uint32_t prev = 0;
+    for (int kt = 0; kt < ke; ++kt) {
+        const uint32_t s = r->slot;
+        mkg_ring_wait_full(r, sm, s);
+        const uint32_t stage = sm->ring + s * S::STAGE_BYTES;
+        const uint64_t dx0 = mkg_wgmma_desc_sw128(stage);
+        const uint64_t dx1 = mkg_wgmma_desc_sw128(stage + 64u * 128u);
+        const uint64_t dy = mkg_wgmma_desc_sw128(stage + S::A_BYTES);
+        mkg_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < S::K_STEPS; ++kk) {
+            const uint32_t acc = (kt != 0) || (kk != 0);
+            mkg_wgmma_m64k16<TN, DT>(d, dx0 + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP, acc);
+            mkg_wgmma_m64k16<TN, DT>(d + H, dx1 + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP,
+                                     acc);
+        }
+        mkg_wgmma_commit_group();
+        if (kt > 0) {
+            mkg_wgmma_wait_group<1>();
+            if (releaser) {
+                mkg_ring_release<1>(sm, prev);
+                mkg_ring_release<1>(sm, prev);
+            }
+        }
+        prev = s;
+        mkg_ring_advance<ST>(r);
+    }
+    mkg_wgmma_wait_group<0>();
+#pragma unroll
+    for (int i = 0; i < TN; ++i)
+        mkg_fence_operand(d[i]);
+    if (releaser) {
+        mkg_ring_release<1>(sm, prev);
+        mkg_ring_release<1>(sm, prev);
+    }
+    const int x0 = u.t.m * TM, y0 = u.t.n * TN;
+    mkg_epilogue_store<TN, 0, S::EPI_BUFS>(p, m, d, x0, y0, r, sm->ring + S::EPI_OFF, wg);
+    mkg_epilogue_store<TN, 0, S::EPI_BUFS>(p, m, d + H, x0 + 64, y0, r, sm->ring + S::EPI_OFF, wg);
+}
+
+// The other warpgroup's unit: walk past its K tiles in the ring without touching them.
+template <int TK, int ST>
+static __device__ __forceinline__ void mkg_gemm_skip_pp(const mkg_gemm_params *p, mkg_ring *r)
+{
+    const int kt = mkg_chunk_ktiles(p->k, p->kc, TK);
+    for (int k = 0; k < kt; ++k)
+        mkg_ring_advance<ST>(r);
+}
+
 // Runs every chunk of work unit `unit` (a loop around mkg_gemm_consume_step for
 // callers that own no step loop; see the NOTE above for when to prefer steps).
 template <int DT, int TM, int TN, int TK, int ST, int SWAP>

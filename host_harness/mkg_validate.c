@@ -107,7 +107,7 @@ mkg_status mkg_schedule_check(const mkg_gemm_desc *d, int s)
     /* More than one K chunk needs a kernel compiled with the chunk fold (wgmma N <= 128);
      * so do fused epilogues and megakernel dependencies (see mkg_epilogue_store). */
     const int needs_chunk_row = mkg_chunk_count(d->k, d->kc) > 1 || d->epilogue != MKG_EPI_STORE || d->deps.done;
-    if (needs_chunk_row && (mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || info->cluster > 1))
+    if (needs_chunk_row && (mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || info->cluster > 1 || info->pingpong))
         return MKG_ERR_SCHEDULE_INELIGIBLE;
     return MKG_OK;
 }

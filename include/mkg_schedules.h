@@ -19,6 +19,12 @@
  *           the shared B tile and multicasts it to both (a third less L2 -> SM
  *           traffic for n256). Cluster rows run in the shipped persistent kernel only
  *           (launched with a cluster dimension), one K chunk, no split, no deps.
+ *   PP      1: ping-pong consumers. Each consumer warpgroup computes whole TM x TN tiles
+ *           (two m64 wgmma row blocks) on alternate work units, so one warpgroup's
+ *           epilogue runs while the other's mainloop keeps the tensor cores busy (the
+ *           cooperative rows, PP = 0, split each tile between the two and idle the tensor
+ *           cores through every epilogue). Shipped kernel only, one K chunk, no swap,
+ *           no split, no cluster.
  *
  * Launch-wide properties, shared by every row compiled into one kernel, are the
  * MKG_LAUNCH_* constants below; device code static_asserts each row against them.
@@ -32,35 +38,37 @@
 extern "C" {
 #endif
 
-/*  name                          TM   TN   TK  ST  RASTER        GROUP SWAP SPLIT CL */
+/*  name                          TM   TN   TK  ST  RASTER        GROUP SWAP SPLIT CL  PP */
 #define MKG_SCHEDULE_LIST(X)                                                             \
-    X(m128n256k64_s4_rm_g8,          128, 256, 64, 4, MKG_RASTER_M,  8,    0,    1,  1) \
-    X(m128n256k64_s4_rn_g8,          128, 256, 64, 4, MKG_RASTER_N,  8,    0,    1,  1) \
-    X(m128n256k64_s3_rm_g16,         128, 256, 64, 3, MKG_RASTER_M, 16,    0,    1,  1) \
-    X(m128n192k64_s4_rm_g8,          128, 192, 64, 4, MKG_RASTER_M,  8,    0,    1,  1) \
-    X(m128n128k64_s6_rm_g8,          128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1,  1) \
-    X(m128n128k64_s6_rn_g8,          128, 128, 64, 6, MKG_RASTER_N,  8,    0,    1,  1) \
-    X(m128n128k64_s6_rn_g8_sk4,      128, 128, 64, 6, MKG_RASTER_N,  8,    0,    4,  1) \
-    X(m128n64k64_s6_rn_g8,           128,  64, 64, 6, MKG_RASTER_N,  8,    0,    1,  1) \
-    X(m128n64k64_s6_rn_g8_sk4,       128,  64, 64, 6, MKG_RASTER_N,  8,    0,    4,  1) \
-    X(m64n256k64_s4_rm_g8,            64, 256, 64, 4, MKG_RASTER_M,  8,    0,    1,  1) \
-    X(m64n128k64_s5_rn_g8,            64, 128, 64, 5, MKG_RASTER_N,  8,    0,    1,  1) \
-    X(m64n64k64_s6_rn_g8,             64,  64, 64, 6, MKG_RASTER_N,  8,    0,    1,  1) \
-    X(m8n128k64_s8_swap_rn_g8,         8, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1) \
-    X(m16n128k64_s8_swap_rn_g8,       16, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1) \
-    X(m16n128k64_s8_swap_rn_g8_sk16,  16, 128, 64, 8, MKG_RASTER_N,  8,    1,   16,  1) \
-    X(m32n128k64_s8_swap_rn_g8,       32, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1) \
-    X(m32n128k64_s8_swap_rn_g8_sk8,   32, 128, 64, 8, MKG_RASTER_N,  8,    1,    8,  1) \
-    X(m64n128k64_s8_swap_rn_g8,       64, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1) \
-    X(m64n128k64_s8_swap_rn_g8_sk8,   64, 128, 64, 8, MKG_RASTER_N,  8,    1,    8,  1) \
-    X(m128n256k64_s4_rm_g8_c2,       128, 256, 64, 4, MKG_RASTER_M,  8,    0,    1,  2) \
-    X(m128n256k64_s4_rn_g8_c2,       128, 256, 64, 4, MKG_RASTER_N,  8,    0,    1,  2) \
-    X(m128n128k64_s6_rm_g8_c2,       128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1,  2) \
-    X(m128n128k64_s6_rn_g8_c2,       128, 128, 64, 6, MKG_RASTER_N,  8,    0,    1,  2) \
-    X(m128n256k64_s3_rn_g8,          128, 256, 64, 3, MKG_RASTER_N,  8,    0,    1,  1)
+    X(m128n256k64_s4_rm_g8,          128, 256, 64, 4, MKG_RASTER_M,  8,    0,    1,  1,  0) \
+    X(m128n256k64_s4_rn_g8,          128, 256, 64, 4, MKG_RASTER_N,  8,    0,    1,  1,  0) \
+    X(m128n256k64_s3_rm_g16,         128, 256, 64, 3, MKG_RASTER_M, 16,    0,    1,  1,  0) \
+    X(m128n192k64_s4_rm_g8,          128, 192, 64, 4, MKG_RASTER_M,  8,    0,    1,  1,  0) \
+    X(m128n128k64_s6_rm_g8,          128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1,  1,  0) \
+    X(m128n128k64_s6_rn_g8,          128, 128, 64, 6, MKG_RASTER_N,  8,    0,    1,  1,  0) \
+    X(m128n128k64_s6_rn_g8_sk4,      128, 128, 64, 6, MKG_RASTER_N,  8,    0,    4,  1,  0) \
+    X(m128n64k64_s6_rn_g8,           128,  64, 64, 6, MKG_RASTER_N,  8,    0,    1,  1,  0) \
+    X(m128n64k64_s6_rn_g8_sk4,       128,  64, 64, 6, MKG_RASTER_N,  8,    0,    4,  1,  0) \
+    X(m64n256k64_s4_rm_g8,            64, 256, 64, 4, MKG_RASTER_M,  8,    0,    1,  1,  0) \
+    X(m64n128k64_s5_rn_g8,            64, 128, 64, 5, MKG_RASTER_N,  8,    0,    1,  1,  0) \
+    X(m64n64k64_s6_rn_g8,             64,  64, 64, 6, MKG_RASTER_N,  8,    0,    1,  1,  0) \
+    X(m8n128k64_s8_swap_rn_g8,         8, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1,  0) \
+    X(m16n128k64_s8_swap_rn_g8,       16, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1,  0) \
+    X(m16n128k64_s8_swap_rn_g8_sk16,  16, 128, 64, 8, MKG_RASTER_N,  8,    1,   16,  1,  0) \
+    X(m32n128k64_s8_swap_rn_g8,       32, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1,  0) \
+    X(m32n128k64_s8_swap_rn_g8_sk8,   32, 128, 64, 8, MKG_RASTER_N,  8,    1,    8,  1,  0) \
+    X(m64n128k64_s8_swap_rn_g8,       64, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1,  0) \
+    X(m64n128k64_s8_swap_rn_g8_sk8,   64, 128, 64, 8, MKG_RASTER_N,  8,    1,    8,  1,  0) \
+    X(m128n256k64_s4_rm_g8_c2,       128, 256, 64, 4, MKG_RASTER_M,  8,    0,    1,  2,  0) \
+    X(m128n256k64_s4_rn_g8_c2,       128, 256, 64, 4, MKG_RASTER_N,  8,    0,    1,  2,  0) \
+    X(m128n128k64_s6_rm_g8_c2,       128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1,  2,  0) \
+    X(m128n128k64_s6_rn_g8_c2,       128, 128, 64, 6, MKG_RASTER_N,  8,    0,    1,  2,  0) \
+    X(m128n256k64_s3_rn_g8,          128, 256, 64, 3, MKG_RASTER_N,  8,    0,    1,  1,  0) \
+    X(m128n128k64_s6_rn_g8_pp,       128, 128, 64, 6, MKG_RASTER_N,  8,    0,    1,  1,  1) \
+    X(m128n128k64_s6_rm_g8_pp,       128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1,  1,  1)
 
 typedef enum mkg_schedule {
-#define MKG_X_ENUM(name, tm, tn, tk, st, raster, group, swap, split, cl) MKG_SCHED_##name,
+#define MKG_X_ENUM(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) MKG_SCHED_##name,
     MKG_SCHEDULE_LIST(MKG_X_ENUM)
 #undef MKG_X_ENUM
     MKG_SCHED_COUNT
@@ -84,6 +92,7 @@ typedef struct mkg_schedule_info {
     int tile_m, tile_n, tile_k, stages;
     int raster, group, swap_ab, split;
     int cluster;        /* CTAs per cluster (CL column) */
+    int pingpong;       /* 1: ping-pong consumers (PP column) */
 } mkg_schedule_info;
 
 /** Metadata of schedule s, or NULL when s is not a table row. */

@@ -143,9 +143,10 @@ TEST(Validate, ChunkedKNeedsAChunkCapableSchedule)
     for (int s = 0; s < MKG_SCHED_COUNT; ++s)
         EXPECT_EQ(mkg_schedule_check(&d, s), MKG_OK) << mkg_schedule_get(s)->name;
     d.kc = 1024;                               // four chunks: rows with wgmma N > 128 cannot fold them,
-    for (int s = 0; s < MKG_SCHED_COUNT; ++s)  // and cluster rows run one chunk
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s)  // and cluster and ping-pong rows run one chunk
         EXPECT_EQ(mkg_schedule_check(&d, s),
-                  mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || mkg_schedule_get(s)->cluster > 1
+                  mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || mkg_schedule_get(s)->cluster > 1 ||
+                          mkg_schedule_get(s)->pingpong
                       ? MKG_ERR_SCHEDULE_INELIGIBLE
                       : MKG_OK)
             << mkg_schedule_get(s)->name;
