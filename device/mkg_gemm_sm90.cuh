@@ -20,7 +20,8 @@
  *           mkg_gemm_consume_step<...>(p, m, u, c, ..., split, &ring, &sm, threadIdx.x / 128 - 1, d, tot);
  *       mkg_epilogue_drain();                          // TMA stores done before smem goes away
  *   }
- * Named barriers MKG_LAUNCH_BAR_EPI and MKG_LAUNCH_BAR_EPI + 1 belong to the consumers.
+ * Named barriers MKG_LAUNCH_BAR_EPI and MKG_LAUNCH_BAR_EPI + 1 belong to the consumers (and, in the
+ * ping-pong rows of the shipped kernel, MKG_LAUNCH_BAR_PP and MKG_LAUNCH_BAR_PP + 1).
  */
 #ifndef MKG_GEMM_SM90_CUH
 #define MKG_GEMM_SM90_CUH
@@ -80,6 +81,8 @@ mkg_gemm_persistent_sm90(const mkg_gemm_params *__restrict__ p, int raster, int 
     mkg_griddep_launch_dependents();
 
     const int m = p->m;
+    if constexpr (PP)
+        split = 1;                                   // ping-pong rows never split K (host-checked too)
     const int units = mkg_unit_count<TM, TN, CL>(p, m, split);
     const int first = (int)(blockIdx.x / CL), stride = (int)(gridDim.x / CL);
     mkg_ring ring = mkg_ring_start();
@@ -99,13 +102,20 @@ mkg_gemm_persistent_sm90(const mkg_gemm_params *__restrict__ p, int raster, int 
         typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
         const int wg = threadIdx.x / 128 - 1;
         if constexpr (PP) {
+            // Unit i of this CTA runs on warpgroup i & 1; see mkg_gemm_consume_pp for the hand-off
+            // (warpgroup w waits on barrier BAR_PP + w; every arrive has its matching wait).
             float dp[TN];                                // (128, TN): two (64, TN) halves
+            const int mine = first < units ? (units - first + stride - 1) / stride : 0;
             int i = 0;
             for (int u = first; u < units; u += stride, ++i) {
-                if ((i & 1) == wg)
-                    mkg_gemm_consume_pp<DT, TM, TN, TK, ST>(p, m, u, raster, group, &ring, &sm, wg, dp);
-                else
+                if ((i & 1) == wg) {
+                    if (i > 0)
+                        mkg_bar_sync(MKG_LAUNCH_BAR_PP + wg, 256);
+                    mkg_gemm_consume_pp<DT, TM, TN, TK, ST>(p, m, u, raster, group, &ring, &sm, wg, dp,
+                                                            i + 1 < mine ? MKG_LAUNCH_BAR_PP + (1 - wg) : -1);
+                } else {
                     mkg_gemm_skip_pp<TK, ST>(p, &ring);
+                }
             }
         } else {
             float d[S::WN / 2];                          // (64, WN) chunk accumulators

@@ -353,18 +353,34 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
 }
 
 // ---- ping-pong consumers (PP rows; the shipped kernel only) ---------------------------
+//
+// One consumer warpgroup computes the whole TM = 128 x TN tile of a work unit (one K chunk,
+// no split): per 32-byte K step two wgmma m64nTN, A rows 0..63 into d and rows 64..127 into
+// d + TN / 2, on the same B descriptor. The warpgroups take alternate units of the CTA, so
+// while one runs a unit's epilogue the other's mainloop keeps the tensor cores busy. Each
+// slot is consumed by one warpgroup, which arrives on its empty barrier for both (it counts
+// MKG_LAUNCH_CONSUMERS arrivals).
+// Hand-off: a warpgroup walks past the other's unit in the ring without waiting (skip), so
+// before its own K loop it waits on named barrier MKG_LAUNCH_BAR_PP + wg until the other
+// warpgroup has passed the full barrier of every K tile of the previous unit. Without it the
+// skipper could run two or more phases ahead of a slot's full barrier, and a parity wait
+// cannot tell those phases apart (it would read a slot still holding an older K tile).
+// With it, every earlier use of each slot has landed and this use is at most one phase
+// ahead: the next fill needs this warpgroup's own release.
 
-// One consumer warpgroup computes the whole TM = 128 x TN tile of work unit `unit` (one K
-// chunk, no split): per 32-byte K step two wgmma m64nTN, A rows 0..63 into d and rows
-// 64..127 into d + TN / 2, on the same B descriptor. The warpgroups take alternate units, so
-// while one runs this unit's epilogue the other's mainloop keeps the tensor cores busy; the
-// ring's fill order (unit after unit) staggers them by itself. Each slot is consumed by one
-// warpgroup, which arrives on its empty barrier for both (it counts MKG_LAUNCH_CONSUMERS).
-// d: TN floats, owned by the caller.
+// K tiles of a one-chunk, unsplit unit, as the producer loads them (mkg_gemm_produce_rest).
+template <int TK>
+static __device__ __forceinline__ int mkg_pp_ktiles(const mkg_gemm_params *p)
+{
+    return min(mkg_chunk_ktiles(p->k, p->kc, TK), mkg_ceil_div(p->k, TK));
+}
+
+// d: TN floats, owned by the caller. signal >= 0: after the K loop, arrive on that named
+// barrier for the other warpgroup (it runs the CTA's next unit).
 template <int DT, int TM, int TN, int TK, int ST>
 static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params *p, int m, int unit, int raster,
                                                            int group, mkg_ring *r, const mkg_smem *sm, int wg,
-                                                           float *d)
+                                                           float *d, int signal)
 {
     typedef mkg_shape<TM, TN, TK, ST, 0> S;
     constexpr int H = TN / 2;                                     // accumulators per m64 half
@@ -372,7 +388,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
     static_assert((DT == MKG_DTYPE_FP32) == (TK == 32), "fp32 (tf32) operands stage 32-element rows");
     const mkg_unit u = mkg_unit_of<TM, TN, TK>(p, m, unit, raster, group, 1);
     const bool releaser = (threadIdx.x & 127) == 0;
-    const int ke = min(u.kct, u.kt);
+    const int ke = mkg_pp_ktiles<TK>(p);
 #pragma unroll
     for (int i = 0; i < TN; ++i)
         d[i] = 0.0f;
@@ -403,6 +419,8 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
         prev = s;
         mkg_ring_advance<ST>(r);
     }
+    if (signal >= 0)
+        mkg_bar_arrive(signal, 256);                              // every K tile of this unit has landed
     mkg_wgmma_wait_group<0>();
 #pragma unroll
     for (int i = 0; i < TN; ++i)
@@ -420,7 +438,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
 template <int TK, int ST>
 static __device__ __forceinline__ void mkg_gemm_skip_pp(const mkg_gemm_params *p, mkg_ring *r)
 {
-    const int kt = mkg_chunk_ktiles(p->k, p->kc, TK);
+    const int kt = mkg_pp_ktiles<TK>(p);
     for (int k = 0; k < kt; ++k)
         mkg_ring_advance<ST>(r);
 }

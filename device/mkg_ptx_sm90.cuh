@@ -259,6 +259,13 @@ static __device__ __forceinline__ void mkg_bar_sync(int id, int threads)
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Counts this warp's threads on named barrier id without waiting (pairs with mkg_bar_sync
+// of the threads that wait: `threads` counts both sides).
+static __device__ __forceinline__ void mkg_bar_arrive(int id, int threads)
+{
+    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 // ---- cross-CTA signalling (megakernel dependencies) ----------------------------------
 
 static __device__ __forceinline__ uint32_t mkg_ld_acquire_gpu_u32(const unsigned int *p)
