@@ -20,8 +20,11 @@
  *           mkg_gemm_consume_step<...>(p, m, u, c, ..., split, &ring, &sm, threadIdx.x / 128 - 1, d, tot);
  *       mkg_epilogue_drain();                          // TMA stores done before smem goes away
  *   }
- * Named barriers MKG_LAUNCH_BAR_EPI and MKG_LAUNCH_BAR_EPI + 1 belong to the consumers (and, in the
- * ping-pong rows of the shipped kernel, MKG_LAUNCH_BAR_PP and MKG_LAUNCH_BAR_PP + 1).
+ * Named barriers MKG_LAUNCH_BAR_EPI and MKG_LAUNCH_BAR_EPI + 1 belong to the consumers. The ping-pong
+ * rows use MKG_LAUNCH_BAR_PP and MKG_LAUNCH_BAR_PP + 1 as well, but only in the shipped kernel below:
+ * a user's persistent loop runs rows through mkg_gemm_consume_step (cooperative for every row, the
+ * ping-pong rows included), so ids from MKG_LAUNCH_BAR_PP up stay free for it (the sample
+ * megakernel syncs its ops on 3).
  */
 #ifndef MKG_GEMM_SM90_CUH
 #define MKG_GEMM_SM90_CUH

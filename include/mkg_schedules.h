@@ -83,7 +83,8 @@ typedef enum mkg_schedule {
 #define MKG_LAUNCH_RING_BYTES    (192 * 1024) /* operand ring: STAGES * (TM + TN) * 128 bytes */
 #define MKG_LAUNCH_EPI_BYTES     (32 * 1024)  /* epilogue staging: 2 consumers x 2 buffers x 8 KB */
 #define MKG_LAUNCH_BAR_EPI       1          /* named barriers 1, 2: one per consumer warpgroup */
-#define MKG_LAUNCH_BAR_PP        3          /* named barriers 3, 4: ping-pong hand-off to consumer 0, 1 */
+#define MKG_LAUNCH_BAR_PP        3          /* named barriers 3, 4: ping-pong hand-off to consumer 0, 1
+                                               (shipped kernel only; free in a user's persistent kernel) */
 #define MKG_LAUNCH_SMEM_BYTES    (MKG_LAUNCH_RING_BYTES + MKG_LAUNCH_EPI_BYTES + 1024 + 256) /* + barriers, flags, alignment */
 #define MKG_LAUNCH_MAX_CLUSTER   2          /* largest CL column (CTAs per cluster) */
 
