@@ -278,6 +278,47 @@ TEST_F(Gpu, RepeatedRunsAndGridSizesAreBitwiseEqual)
     mkg_case_free(&c);
 }
 
+// Ping-pong rows: the consumer warpgroups take alternate units of a CTA and hand the ring
+// over through named barriers, so the risky cases are many units per CTA (small grids, odd
+// and even counts) with K tiles per unit below, at and above the stage count (6), and K
+// tiles that are not a multiple of it. Each run must match the cooperative 128x128 row
+// bitwise (and so the FP64 reference) and write nothing outside M x N.
+TEST_F(Gpu, PingPongHandOffAcrossKTilesAndGrids)
+{
+    struct KCase {
+        mkg_dtype in;
+        int k;                                     // K tiles per unit: K / 64 (16-bit), K / 32 (tf32)
+    };
+    const std::vector<KCase> ks = {{MKG_DTYPE_BF16, 64},  {MKG_DTYPE_BF16, 320}, {MKG_DTYPE_BF16, 384},
+                                   {MKG_DTYPE_BF16, 448}, {MKG_DTYPE_BF16, 776}, {MKG_DTYPE_FP16, 1536},
+                                   {MKG_DTYPE_FP32, 192}, {MKG_DTYPE_FP32, 232}};
+    const int pp[] = {MKG_SCHED_m128n128k64_s6_rn_g8_pp, MKG_SCHED_m128n128k64_s6_rm_g8_pp};
+    int runs = 0;
+    for (const KCase &kc : ks) {
+        const int m = 515, n = 520;                // 5 x 5 tiles of 128 x 128, ragged edges
+        mkg_case c;
+        ASSERT_EQ(mkg_case_init(&c, m, n, kc.k, kc.in, kc.in, seed_ + kc.k), MKG_OK);
+        const std::string where = shape_str(m, n, kc.k) + " " + mkg_dtype_name(kc.in);
+        ASSERT_EQ(mkg_case_reference(&c), MKG_OK);
+        ASSERT_EQ(mkg_case_run(&c, MKG_SCHED_m128n128k64_s6_rn_g8, 0, m), MKG_OK);
+        mkg_err_stats e;
+        ASSERT_EQ(mkg_case_errors(&c, m, &e), MKG_OK);
+        EXPECT_EQ(e.nonfinite, 0) << where;
+        EXPECT_LE(max_rel_for_case(&c, e), bound_for_case(&c).max_rel) << where;
+        ASSERT_EQ(mkg_case_keep(&c), MKG_OK);
+        for (int s : pp)
+            for (int grid : {1, 2, 3, 4, 7, 13, 132}) {
+                ASSERT_EQ(mkg_case_run(&c, s, grid, m), MKG_OK) << where << " " << sched_name(s);
+                EXPECT_EQ(mkg_case_mismatch_vs_keep(&c, m), 0) << where << " " << sched_name(s) << " grid " << grid;
+                EXPECT_EQ(mkg_case_outside_writes(&c, m), 0) << where << " " << sched_name(s) << " grid " << grid;
+                ++runs;
+            }
+        mkg_case_free(&c);
+    }
+    std::printf("[ pingpong ] %d runs (K tiles per unit 1..24, grids 1..132) bitwise equal to %s\n", runs,
+                sched_name(MKG_SCHED_m128n128k64_s6_rn_g8));
+}
+
 // Canonical K chunks (SPEC section 5): for layers whose KC < K, every eligible
 // schedule, split or not, gives the same bits; M prefixes, grid sizes and repeats too.
 // The split-K workspace starts as NaN, so reading a partial before it is written fails.
