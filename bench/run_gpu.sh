@@ -99,7 +99,11 @@ if has bench; then
       --out "$out/gemm_$dt.json" --commit "$commit" ${MKG_BENCH_ARGS:-} >"$out/bench_$dt.txt" 2>&1
     say "bench $dt rc=$?"; tail -8 "$out/bench_$dt.txt" | tee -a "$log"
   done
-  cat "$out"/bench_*.txt >"$out/bench.txt" && rm -f "$out"/bench_*.txt
+  # Only this stage's per-dtype logs (other bench_*.txt files in OUTDIR are left alone).
+  : >"$out/bench.txt"
+  for dt in ${MKG_BENCH_DTYPES:-bf16 fp16}; do
+    cat "$out/bench_$dt.txt" >>"$out/bench.txt" && rm -f "$out/bench_$dt.txt"
+  done
 fi
 if has ncu; then
   say "ncu (${MKG_NCU_ONLY:-square_8192})"
