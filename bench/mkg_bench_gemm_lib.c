@@ -567,13 +567,6 @@ static int mkg_nvml_open(const mkg_bench_cfg *cfg, mkg_nvml *n)
     return 1;
 }
 
-static double mkg_bench_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
-}
-
 /* Replays candidate c's graph back to back for cfg->sustain_ms after a 200 ms idle gap, and
  * measures the second half: per-GEMM time from events, clock and power from NVML samples
  * taken every ~2 ms while the replays run. NOTE: the interleaved timing averages the chip's
@@ -602,7 +595,6 @@ static mkg_bench_sustained mkg_bench_sustain(const mkg_bench_cfg *cfg, const mkg
         MKG_CUDA_CHECK(cudaGraphLaunch(g.exec, cfg->stream));
         MKG_CUDA_CHECK(cudaEventRecord(ev[i + 1], cfg->stream));
     }
-    const double t0 = mkg_bench_now_ms();
     double mhz = 0.0, mw = 0.0;
     while (cudaEventQuery(ev[n]) == cudaErrorNotReady) {
         const struct timespec tick = {0, 2 * 1000 * 1000};
@@ -621,7 +613,6 @@ static mkg_bench_sustained mkg_bench_sustain(const mkg_bench_cfg *cfg, const mkg
             out.reasons |= why;
     }
     MKG_CUDA_CHECK(cudaGetLastError());
-    (void)t0;
     for (int i = 0; i < n; ++i) {
         float ms = 0.0f;
         MKG_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[i], ev[i + 1]));

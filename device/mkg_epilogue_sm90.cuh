@@ -284,7 +284,7 @@ static __device__ __forceinline__ void mkg_epilogue_staged_as(const mkg_gemm_par
     } else {
 #pragma unroll
         for (int ch = 0; ch < E::CHUNKS; ++ch) {
-            const uint32_t buf = mine + (uint32_t)(r->epi % NB) * MKG_EPI_BUF_BYTES;
+            const uint32_t buf = mine + r->epi * MKG_EPI_BUF_BYTES;   // r->epi is kept below NB
             r->epi = (r->epi + 1) % NB;
             // The store that last read this buffer was issued NB chunks ago.
             if (issuer)

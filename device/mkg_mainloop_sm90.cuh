@@ -324,13 +324,12 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
 
     const int x0 = (SWAP ? u.t.n * TN : u.t.m * TM) + (int)x_row;
     const int y0 = (SWAP ? u.t.m * TM : u.t.n * TN) + (int)y_row;
+    constexpr int EPI_NB = XE ? S::EPI_BUFS : 2;                  // staging buffers per consumer
+    const uint32_t epi = XE ? sm->ring + S::EPI_OFF : sm->epi;
     if constexpr (ONE) {
         if (CL > 1 && x0 >= m)
             return;                                   // the odd last tile row of a cluster: nothing to store
-        if constexpr (XE)
-            mkg_epilogue_store<WN, SWAP, S::EPI_BUFS>(p, m, d, x0, y0, r, sm->ring + S::EPI_OFF, wg);
-        else
-            mkg_epilogue_store<WN, SWAP>(p, m, d, x0, y0, r, sm->epi, wg);
+        mkg_epilogue_store<WN, SWAP, EPI_NB>(p, m, d, x0, y0, r, epi, wg);
     } else {
         const bool partials = u.splits > 1;
         if (partials)
@@ -345,10 +344,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
                 return;
             mkg_partial_fold<WN>(p, &u, wg, tot);
         }
-        if constexpr (XE)
-            mkg_epilogue_store<WN, SWAP, S::EPI_BUFS>(p, m, tot, x0, y0, r, sm->ring + S::EPI_OFF, wg);
-        else
-            mkg_epilogue_store<WN, SWAP>(p, m, tot, x0, y0, r, sm->epi, wg);
+        mkg_epilogue_store<WN, SWAP, EPI_NB>(p, m, tot, x0, y0, r, epi, wg);
     }
 }
 

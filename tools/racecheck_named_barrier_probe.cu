@@ -81,6 +81,18 @@ __global__ void probe(int *out, int mode, int id, int n)
     }
 }
 
+// Modes 3 and 4: the producer warpgroup waits out one mbarrier phase per item.
+static __device__ void producer_waits(unsigned int bar)
+{
+    for (int it = 0; it < 4; ++it) {
+        unsigned int done = 0;
+        while (!done)
+            asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                         "selp.u32 %0, 1, 0, p;\n\t}"
+                         : "=r"(done) : "r"(bar), "r"((unsigned int)(it & 1)) : "memory");
+    }
+}
+
 // Mode 3 is its own kernel: setmaxnreg needs every path of a kernel to agree on it.
 __global__ void __launch_bounds__(384, 1) probe3(int *out, int id, int n, const unsigned int *go)
 {
@@ -92,13 +104,7 @@ __global__ void __launch_bounds__(384, 1) probe3(int *out, int id, int n, const 
     __syncthreads();
     if (threadIdx.x < 128) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 56;" ::: "memory");
-        for (int it = 0; it < 4; ++it) {                   // one barrier phase per item
-            unsigned int done = 0;
-            while (!done)
-                asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-                             "selp.u32 %0, 1, 0, p;\n\t}"
-                             : "=r"(done) : "r"(bar), "r"((unsigned int)(it & 1)) : "memory");
-        }
+        producer_waits(bar);
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 224;" ::: "memory");
         for (int it = 0; it < 4; ++it) {
@@ -131,13 +137,7 @@ __global__ void __launch_bounds__(384, 1) probe4(int *out, int id, int n, const 
     __syncthreads();
     if (threadIdx.x < 128) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 56;" ::: "memory");
-        for (int it = 0; it < 4; ++it) {
-            unsigned int done = 0;
-            while (!done)
-                asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-                             "selp.u32 %0, 1, 0, p;\n\t}"
-                             : "=r"(done) : "r"(bar), "r"((unsigned int)(it & 1)) : "memory");
-        }
+        producer_waits(bar);
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 224;" ::: "memory");
         const int wg = threadIdx.x / 128 - 1;
