@@ -81,6 +81,16 @@ __global__ void probe(int *out, int mode, int id, int n)
     }
 }
 
+// Modes 3 and 4: the per-item mbarrier (one arrival per phase), initialised before any role starts.
+static __device__ unsigned int item_barrier(unsigned long long *mbar)
+{
+    const unsigned int bar = (unsigned int)__cvta_generic_to_shared(mbar);
+    if (threadIdx.x == 0)
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+    __syncthreads();
+    return bar;
+}
+
 // Modes 3 and 4: the producer warpgroup waits out one mbarrier phase per item.
 static __device__ void producer_waits(unsigned int bar)
 {
@@ -98,10 +108,7 @@ __global__ void __launch_bounds__(384, 1) probe3(int *out, int id, int n, const 
 {
     __shared__ __align__(8) unsigned long long mbar;
     extern __shared__ unsigned int dyn[];
-    const unsigned int bar = (unsigned int)__cvta_generic_to_shared(&mbar);
-    if (threadIdx.x == 0)
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
-    __syncthreads();
+    const unsigned int bar = item_barrier(&mbar);
     if (threadIdx.x < 128) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 56;" ::: "memory");
         producer_waits(bar);
@@ -131,10 +138,7 @@ __global__ void __launch_bounds__(384, 1) probe4(int *out, int id, int n, const 
 {
     __shared__ __align__(8) unsigned long long mbar;
     extern __shared__ unsigned int dyn[];
-    const unsigned int bar = (unsigned int)__cvta_generic_to_shared(&mbar);
-    if (threadIdx.x == 0)
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
-    __syncthreads();
+    const unsigned int bar = item_barrier(&mbar);
     if (threadIdx.x < 128) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 56;" ::: "memory");
         producer_waits(bar);
