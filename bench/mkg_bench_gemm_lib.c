@@ -1418,7 +1418,9 @@ int mkg_bench_write_json(const char *path, const mkg_bench_cfg *cfg, const mkg_b
         fprintf(f, "{\"sm\": %d, \"mem\": %d}", meta->sm_mhz, meta->mem_mhz);
     else
         fputs("null", f);
-    fprintf(f, ",\n  \"l2_bytes\": %d,\n  \"replays\": %d,\n  \"table\": ", cfg->l2_bytes, cfg->replays);
+    /* dispatch_kernel false: a MKG_BENCH_DISPATCH=OFF build, whose "dispatched" figures are the oracle's. */
+    fprintf(f, ",\n  \"l2_bytes\": %d,\n  \"replays\": %d,\n  \"dispatch_kernel\": %s,\n  \"table\": ",
+            cfg->l2_bytes, cfg->replays, mkg_bench_dispatch_available() ? "true" : "false");
     if (meta->table) {
         fputs("{\"path\": ", f);
         mkg_json_string(f, meta->table);
