@@ -39,6 +39,8 @@ static_assert(MKG_LAUNCH_THREADS == 128 * (1 + MKG_LAUNCH_CONSUMERS), "one produ
 static_assert(MKG_LAUNCH_CONSUMERS * 128 * MKG_LAUNCH_CONSUMER_REGS + 128 * MKG_LAUNCH_PRODUCER_REGS <= 65536,
               "setmaxnreg split exceeds the register file");
 static_assert(MKG_LAUNCH_SMEM_BYTES <= 227 * 1024, "shared memory budget exceeds sm_90's 227 KB");
+static_assert(sizeof(mkg_gemm_params) + 3 * sizeof(int) <= 4096,
+              "the shipped kernel takes mkg_gemm_params by value: 4 KB of kernel parameters");
 
 // Every schedule row compiles against the launch shape (mkg_shape's asserts).
 #define MKG_X_CHECK(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                               \
@@ -62,8 +64,14 @@ MKG_SCHEDULE_LIST(MKG_X_CHECK)
 // PP = 1: ping-pong consumers (mkg_gemm_consume_pp), one K chunk, no split.
 template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CH, int CL = 1, int PP = 0>
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
-mkg_gemm_persistent_sm90(const mkg_gemm_params *__restrict__ p, int raster, int group, int split)
+mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int raster, int group, int split)
 {
+    // NOTE: the params travel by value (kernel parameter space, read through the constant
+    // cache; the tensor maps are fetched from there by the TMA unit), not through a pointer
+    // to global memory: with inputs rotated through more than L2 a device copy is evicted
+    // between launches, and every launch then began with two dependent DRAM round trips
+    // (the fields, then the tensor maps) before its first tile load.
+    const mkg_gemm_params *__restrict__ p = &params;
     extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
     static_assert(CL == 1 || !CH, "cluster rows run one K chunk");
     static_assert(!PP || (!CH && CL == 1 && !SWAP && TM == 128), "ping-pong rows: one chunk, no cluster, no swap");

@@ -15,7 +15,8 @@
 
 struct mkg_gemm_op {
     mkg_gemm_desc desc;         /* workspace filled in when the op owns one */
-    mkg_gemm_params *dev;       /* device copy of the params */
+    mkg_gemm_params *dev;       /* device copy of the params (megakernels, dispatch) */
+    mkg_gemm_params *host;      /* host copy: the shipped kernel takes the params by value */
     void *owned_workspace;      /* allocated here when the caller passed none */
     int sms;                    /* multiprocessors of the device it was created on */
     int cluster_fit[MKG_SCHED_COUNT]; /* cluster rows: clusters resident at once (0: unknown) */
@@ -166,7 +167,7 @@ mkg_status mkg_gemm_create(const mkg_gemm_desc *d, mkg_gemm_op **out)
         st = MKG_ERR_CUDA;
         goto fail;
     }
-    free(host);
+    op->host = host;
     mkg_nvtx_pop();
     *out = op;
     return MKG_OK;
@@ -233,9 +234,8 @@ mkg_status mkg_gemm_launch_ex(const mkg_gemm_op *op, int s, int grid, unsigned i
     const mkg_schedule_info *info = mkg_schedule_get(s);
     const int g = mkg_gemm_launch_grid(op, s, grid);
 
-    const mkg_gemm_params *p = op->dev;
     int raster = info->raster, group = info->group, split = info->split;
-    void *args[4] = {(void *)&p, (void *)&raster, (void *)&group, (void *)&split};
+    void *args[4] = {(void *)op->host, (void *)&raster, (void *)&group, (void *)&split};
     const void *kernel = mkg_kernel_sm90(d->a_type, s, mkg_chunk_count(d->k, d->kc) > 1);
     if (!kernel)
         return MKG_ERR_SCHEDULE_INELIGIBLE;
@@ -260,6 +260,7 @@ void mkg_gemm_destroy(mkg_gemm_op *op)
         return;
     cudaFree(op->dev);
     cudaFree(op->owned_workspace);
+    free(op->host);
     free(op);
 }
 
