@@ -75,7 +75,7 @@ if has sanitize; then
   filt=${MKG_SANITIZE_FILTER:-"Gpu.NanAndInfPropagate:Gpu.InvalidInputLaunchesNothing:Gpu.EveryScheduleRaggedShapesBf16:Gpu.ChunkedK*:Megakernel.TwoLayerStepsForSanitizers"}
   for tool in memcheck racecheck synccheck; do
     MKG_TEST_QUICK=1 timeout "${MKG_SANITIZE_TIMEOUT:-200}" compute-sanitizer --tool $tool --error-exitcode 9 \
-      "$build"/tests/mkgemm_gpu_tests --gtest_filter="$filt" >"$out/sanitize_$tool.log" 2>&1
+      "$build"/tests/${MKG_GPU_TEST_BIN:-mkgemm_gpu_tests} --gtest_filter="$filt" >"$out/sanitize_$tool.log" 2>&1
     rc=$?
     say "$tool rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize_$tool.log" | tail -1)"
   done
