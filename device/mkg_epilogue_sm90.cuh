@@ -299,12 +299,15 @@ static __device__ __forceinline__ void mkg_epilogue_staged_as(const mkg_gemm_par
     }
 }
 
-// Waits until every TMA store this warpgroup issued has written global memory.
+// Waits until every TMA store this warpgroup issued has read its staging buffer.
 // Call once after the last unit (shared memory must outlive the copies).
 static __device__ __forceinline__ void mkg_epilogue_drain(void)
 {
+    // NOTE: .read: the staging buffers must outlive the stores' reads of them; the writes
+    // themselves complete before the grid does (and before a PDL dependant's griddepcontrol.wait
+    // returns), so waiting for them here only held every CTA for one more memory round trip.
     if ((threadIdx.x & 127) == 0)
-        mkg_bulk_wait_group<0>();
+        mkg_bulk_wait_group_read<0>();
 }
 
 template <int WN, int SWAP, int OT, int NB>
