@@ -138,5 +138,17 @@ if has ncusrc; then
   say "ncu cublas rc=$?"
   grep -E "^  [a-zA-Z_0-9]+.*\(|Duration|Throughput|Stall|Warp Cycles" "$out/ncu_cublas.txt" | head -30 | tee -a "$log"
 fi
+if has ncustall; then
+  # Sampled warp-stall reasons (no-instruction, long/short scoreboard, barrier, ...) of one launch of our
+  # kernel and of cuBLASLt's, same selection variables as ncusrc.
+  say "ncu stall reasons ($MKG_NCU_BENCH)"
+  for k in "regex:${MKG_NCU_KERNEL:-mkg_gemm_persistent}:${MKG_NCU_SKIP:-3}" "regex:^(sm90_|nvjet|cutlass):2"; do
+    timeout 300 ncu --clock-control none --kernel-name-base mangled -k "${k%:*}" --launch-skip "${k##*:}" \
+      --launch-count 1 --metrics "regex:smsp__pcsamp_warps_issue_stalled_.*,gpu__time_duration.sum,launch__grid_size" \
+      "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" ${MKG_NCU_BENCH:-} --dtype bf16 \
+      --out /tmp/ncu_bench3.json >>"$out/ncu_stall.txt" 2>&1
+    say "ncu stall $k rc=$?"
+  done
+fi
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv 2>&1 | tee -a "$log"
 say "done"
