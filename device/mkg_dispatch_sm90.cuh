@@ -64,6 +64,25 @@ static __device__ __forceinline__ int mkg_dispatch_pick(const mkg_layer_dev *row
 // Work units of schedule s at M.
 static __device__ __forceinline__ int mkg_dispatch_units(const mkg_gemm_params *p, int s, int m);
 
+// One thread, first thing in the kernel: asks the TMA unit to fetch every tensor map of
+// `layer` (A, B and C in all box classes) while the pick's dependent loads (M, bucket,
+// schedule) are still in flight. The address needs no load; a layer out of range is skipped
+// (mkg_dispatch_pick reports it).
+static __device__ __forceinline__ void mkg_dispatch_prefetch_maps(const mkg_layer_dev *rows, int count, int layer)
+{
+    if (layer < 0 || layer >= count)
+        return;
+    const mkg_gemm_params *p = &rows[layer].params;
+#pragma unroll
+    for (int c = 0; c < MKG_BOX_CLASSES; ++c) {
+        mkg_prefetch_tensormap(&p->a_map[c]);
+        mkg_prefetch_tensormap(&p->b_map[c]);
+    }
+#pragma unroll
+    for (int c = 0; c < MKG_C_BOX_CLASSES; ++c)
+        mkg_prefetch_tensormap(&p->c_map[c]);
+}
+
 // Starts `layer` for one role: picks its schedule, switches the ring to it and
 // returns the schedule with its params, M and unit count; -1 when the layer is
 // skipped (the error word says why).
