@@ -103,6 +103,21 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
 
 // ---- the kernel ---------------------------------------------------------------------------
 
+// Producer thread, at GEMM op o: asks the TMA unit for the tensor maps of every GEMM op in
+// [ahead, o] not yet asked for and of the first GEMM op after o, so each GEMM's maps (in the
+// global dispatch table) are fetched while the op before it still runs. Returns the new `ahead`.
+static __device__ __forceinline__ int mkg_mk_prefetch_ahead(const mkg_mk_args *a, int o, int ahead)
+{
+    for (; ahead < a->ops_run; ++ahead) {
+        if (a->ops[ahead].kind != MKG_MK_GEMM)
+            continue;
+        mkg_dispatch_prefetch_maps(a->rows, a->row_count, a->ops[ahead].table_row);
+        if (ahead > o)
+            return ahead + 1;
+    }
+    return ahead;
+}
+
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(const __grid_constant__ mkg_mk_args a)
 {
     extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
@@ -117,11 +132,12 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
     if (threadIdx.x < 128) {
         mkg_setmaxnreg_dec<MKG_MK_PRODUCER_REGS>();
         if (threadIdx.x == 0) {
-            int base = 0;
+            int base = 0, ahead = 0;                     // ops before `ahead`: maps prefetched
             for (int o = 0; o < a.ops_run; ++o) {
                 const mkg_mk_op op = a.ops[o];
                 int items;
                 if (op.kind == MKG_MK_GEMM) {
+                    ahead = mkg_mk_prefetch_ahead(&a, o, ahead);
                     const mkg_gemm_params *p;
                     int m, units;
                     const int s = mkg_dispatch_begin<MKG_DTYPE_BF16, 1>(a.rows, a.row_count, a.m_cur, op.table_row,
