@@ -33,6 +33,20 @@ static __device__ __forceinline__ int mkg_dispatch_chunk_capable(int s)
     }
 }
 
+// 1 if the dispatcher runs schedule s: rows that need a cluster launch (CL > 1) or the
+// shipped kernel's ping-pong consumers are shipped-kernel only. The planner never puts them in
+// a table (mkg_plan_eligible) and the switches below compile no code for them.
+static __device__ __forceinline__ int mkg_dispatch_runs(int s)
+{
+    switch (s) {
+#define MKG_X_RUNS(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) \
+    case MKG_SCHED_##name: return cl == 1 && !pp;
+        MKG_SCHEDULE_LIST(MKG_X_RUNS)
+#undef MKG_X_RUNS
+    default: return 0;
+    }
+}
+
 // Schedule of `layer` at its current M (stored in *m), or -1 after recording why not.
 // CHUNKS = 0: the caller runs one-chunk layers (mkg_dispatch_consume); CHUNKS = 1: it
 // steps through chunks (mkg_dispatch_consume_step) and runs chunk-capable rows only.
@@ -56,7 +70,7 @@ static __device__ __forceinline__ int mkg_dispatch_pick(const mkg_layer_dev *row
     if (b >= r->buckets || b >= MKG_MAX_BUCKETS)
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_M_RANGE);
     const int s = r->schedule[b];
-    if (s >= MKG_SCHED_COUNT || (CHUNKS && !mkg_dispatch_chunk_capable(s)))
+    if (s >= MKG_SCHED_COUNT || !mkg_dispatch_runs(s) || (CHUNKS && !mkg_dispatch_chunk_capable(s)))
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_BAD_SCHEDULE);
     return s;
 }
@@ -127,7 +141,8 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
         switch (s) {
 #define MKG_X_B_FIRST(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                         \
     case MKG_SCHED_##name:                                                                                       \
-        pre = mkg_gemm_produce_b_first<tm, tn, tk, st, swap>(p, m, unit, raster, group, split, r, sm, &row0, &row1); \
+        if constexpr (cl == 1 && !pp)                                                                            \
+            pre = mkg_gemm_produce_b_first<tm, tn, tk, st, swap>(p, m, unit, raster, group, split, r, sm, &row0, &row1); \
         break;
             MKG_SCHEDULE_LIST(MKG_X_B_FIRST)
 #undef MKG_X_B_FIRST
@@ -138,7 +153,8 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
     switch (s) {
 #define MKG_X_PRODUCE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                        \
     case MKG_SCHED_##name:                                                                      \
-        mkg_gemm_produce_rest<tm, tn, tk, st, swap>(p, m, unit, raster, group, split, r, sm, pre); \
+        if constexpr (cl == 1 && !pp)                                                           \
+            mkg_gemm_produce_rest<tm, tn, tk, st, swap>(p, m, unit, raster, group, split, r, sm, pre); \
         break;
         MKG_SCHEDULE_LIST(MKG_X_PRODUCE)
 #undef MKG_X_PRODUCE
@@ -153,12 +169,13 @@ static __device__ __forceinline__ void mkg_dispatch_consume(const mkg_gemm_param
 {
     switch (s) {
 #define MKG_X_CONSUME(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                    \
-    case MKG_SCHED_##name: {                                                                                \
-        float d[mkg_shape<tm, tn, tk, st, swap>::WN / 2], tot[1];                                          \
-        mkg_gemm_consume_step<DT, tm, tn, tk, st, swap, true>(p, m, unit, 0, raster, group, split, r, sm, wg, \
-                                                              d, tot);                                      \
-        break;                                                                                              \
-    }
+    case MKG_SCHED_##name:                                                                                  \
+        if constexpr (cl == 1 && !pp) {                                                                     \
+            float d[mkg_shape<tm, tn, tk, st, swap>::WN / 2], tot[1];                                      \
+            mkg_gemm_consume_step<DT, tm, tn, tk, st, swap, true>(p, m, unit, 0, raster, group, split, r, sm, \
+                                                                  wg, d, tot);                              \
+        }                                                                                                   \
+        break;
         MKG_SCHEDULE_LIST(MKG_X_CONSUME)
 #undef MKG_X_CONSUME
     default: break;
@@ -176,7 +193,7 @@ static __device__ __forceinline__ void mkg_dispatch_consume_step(const mkg_gemm_
     switch (s) {
 #define MKG_X_STEP(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                            \
     case MKG_SCHED_##name:                                                                                       \
-        if constexpr (mkg_shape<tm, tn, tk, st, swap>::CHUNKED)                                                  \
+        if constexpr (mkg_shape<tm, tn, tk, st, swap>::CHUNKED && cl == 1 && !pp)                               \
             mkg_gemm_consume_step<DT, tm, tn, tk, st, swap, false>(p, m, unit, c, raster, group, split, r, sm, wg, \
                                                                    d, tot);                                      \
         break;

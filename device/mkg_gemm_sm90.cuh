@@ -22,9 +22,9 @@
  *   }
  * Named barriers MKG_LAUNCH_BAR_EPI and MKG_LAUNCH_BAR_EPI + 1 belong to the consumers. The ping-pong
  * rows use MKG_LAUNCH_BAR_PP and MKG_LAUNCH_BAR_PP + 1 as well, but only in the shipped kernel below:
- * a user's persistent loop runs rows through mkg_gemm_consume_step (cooperative for every row, the
- * ping-pong rows included), so ids from MKG_LAUNCH_BAR_PP up stay free for it (the sample
- * megakernel syncs its ops on 3).
+ * a user's persistent loop runs rows through mkg_gemm_consume_step (cooperative for every row), so
+ * ids from MKG_LAUNCH_BAR_PP up stay free for it (the sample megakernel syncs its ops on 3). The
+ * device dispatcher (mkg_dispatch_sm90.cuh) runs neither ping-pong nor cluster rows.
  */
 #ifndef MKG_GEMM_SM90_CUH
 #define MKG_GEMM_SM90_CUH

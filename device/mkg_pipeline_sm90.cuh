@@ -21,6 +21,12 @@
 #include "mkg_ptx_sm90.cuh"
 #include "mkg_schedules.h"
 
+// Barriers and flags sit below the 1024-aligned ring: with a 16-byte aligned dynamic base the
+// ring starts at most (barrier bytes + 1008) past it, inside MKG_LAUNCH_SMEM_BYTES' 1280-byte pad.
+static_assert(16 * MKG_LAUNCH_MAX_STAGES + 4 * MKG_LAUNCH_CONSUMERS + 1008 <=
+                  MKG_LAUNCH_SMEM_BYTES - MKG_LAUNCH_RING_BYTES - MKG_LAUNCH_EPI_BYTES,
+              "barrier area outgrows the shared-memory pad below the ring");
+
 typedef struct mkg_smem {
     uint32_t full;      /* shared address of full[0]; full[s] = full + 8 s */
     uint32_t empty;     /* shared address of empty[0] */
@@ -119,6 +125,7 @@ static __device__ __forceinline__ void mkg_ring_switch(mkg_ring *r, const mkg_sm
     if (r->layout == layout)
         return;
     if (producer && r->layout >= 0) {
+#pragma unroll 1
         for (uint32_t s = 0; s < MKG_LAUNCH_MAX_STAGES; ++s)
             mkg_ring_wait_empty(r, sm, s);
     }

@@ -68,7 +68,8 @@ extern "C" {
     X(m128n128k64_s6_rm_g8_pp,       128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1,  1,  1) \
     X(m128n64k64_s8_rn_g8,           128,  64, 64, 8, MKG_RASTER_N,  8,    0,    1,  1,  0) \
     X(m8n128k64_s11_swap_rn_g8,        8, 128, 64,11, MKG_RASTER_N,  8,    1,    1,  1,  0) \
-    X(m128n192k64_s4_rm_g8_pp,       128, 192, 64, 4, MKG_RASTER_M,  8,    0,    1,  1,  1)
+    X(m128n192k64_s4_rm_g8_pp,       128, 192, 64, 4, MKG_RASTER_M,  8,    0,    1,  1,  1) \
+    X(m16n64k64_s16_swap_rn_g8,       16,  64, 64,16, MKG_RASTER_N,  8,    1,    1,  1,  0)
 
 typedef enum mkg_schedule {
 #define MKG_X_ENUM(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) MKG_SCHED_##name,
@@ -82,7 +83,7 @@ typedef enum mkg_schedule {
 #define MKG_LAUNCH_CONSUMERS     2          /* consumer warpgroups */
 #define MKG_LAUNCH_PRODUCER_REGS 40         /* setmaxnreg.dec for the producer warpgroup */
 #define MKG_LAUNCH_CONSUMER_REGS 232        /* setmaxnreg.inc for consumer warpgroups */
-#define MKG_LAUNCH_MAX_STAGES    12         /* mbarrier pairs reserved in shared memory */
+#define MKG_LAUNCH_MAX_STAGES    16         /* mbarrier pairs reserved in shared memory */
 #define MKG_LAUNCH_RING_BYTES    (192 * 1024) /* operand ring: STAGES * (TM + TN) * 128 bytes */
 #define MKG_LAUNCH_EPI_BYTES     (32 * 1024)  /* epilogue staging: 2 consumers x 2 buffers x 8 KB */
 #define MKG_LAUNCH_BAR_EPI       1          /* named barriers 1, 2: one per consumer warpgroup */
