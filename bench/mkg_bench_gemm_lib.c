@@ -1002,7 +1002,8 @@ void mkg_bench_print_summary(const mkg_bench_row *rows, int count, mkg_dtype dt)
         mkg_bench_mean_print("tuned vs cuBLASLt, M >= 512 (cublas_best_us / tuned_us)", &big_tuned);
     mkg_bench_mean_print("dispatched vs cuBLASLt, all rows", &all);
     if (square)
-        printf("  square_8192: %.3f\n", mkg_bench_ratio(square));
+        printf("  square_8192: oracle %.3f, dispatched %.3f (cublas_best_us / path us)\n",
+               square->cublas_best_us / square->oracle_us, mkg_bench_ratio(square));
     else
         printf("  square_8192: not run\n");
     mkg_bench_mean_print("cost-model pick vs oracle, all rows (oracle_us / mkg_us)", &pick);
