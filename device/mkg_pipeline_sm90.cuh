@@ -23,7 +23,7 @@
 
 // Barriers and flags sit below the 1024-aligned ring: with a 16-byte aligned dynamic base the
 // ring starts at most (barrier bytes rounded up to 8 mod 16, + 1016) past it, inside
-// MKG_LAUNCH_SMEM_BYTES' 1280-byte pad (16 stages: 264 + 1016 = 1280, no byte to spare).
+// MKG_LAUNCH_SMEM_BYTES' 1536-byte pad (16 stages: 264 + 1016 = 1280).
 static_assert(16 * MKG_LAUNCH_MAX_STAGES + 4 * MKG_LAUNCH_CONSUMERS + 1016 <=
                   MKG_LAUNCH_SMEM_BYTES - MKG_LAUNCH_RING_BYTES - MKG_LAUNCH_EPI_BYTES,
               "barrier area outgrows the shared-memory pad below the ring");

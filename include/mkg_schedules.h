@@ -89,7 +89,7 @@ typedef enum mkg_schedule {
 #define MKG_LAUNCH_BAR_EPI       1          /* named barriers 1, 2: one per consumer warpgroup */
 #define MKG_LAUNCH_BAR_PP        3          /* named barriers 3, 4: ping-pong hand-off to consumer 0, 1
                                                (shipped kernel only; free in a user's persistent kernel) */
-#define MKG_LAUNCH_SMEM_BYTES    (MKG_LAUNCH_RING_BYTES + MKG_LAUNCH_EPI_BYTES + 1024 + 256) /* + barriers, flags, alignment */
+#define MKG_LAUNCH_SMEM_BYTES    (MKG_LAUNCH_RING_BYTES + MKG_LAUNCH_EPI_BYTES + 1024 + 512) /* + barriers, flags, alignment */
 #define MKG_LAUNCH_MAX_CLUSTER   2          /* largest CL column (CTAs per cluster) */
 
 /* Host-side metadata of one row. */
