@@ -34,6 +34,7 @@ typedef struct mkg_bench_args {
     int min_m, max_m;
     int pdl;
     int sustain_ms;
+    int dispatch_grid_units;
 } mkg_bench_args;
 
 static void mkg_bench_usage(FILE *f)
@@ -42,6 +43,7 @@ static void mkg_bench_usage(FILE *f)
             "usage: mkg_bench_gemm --out PATH [--shapes FILE] [--dtype bf16|fp16|all] [--commit STR]\n"
             "                      [--replays N] [--only NAME[,NAME..]] [--max-m N] [--min-m N]\n"
             "                      [--table FILE] [--autotune-out FILE] [--pdl 0|1] [--sustain MS]\n"
+            "                      [--dispatch-grid sms|units]\n"
             "  --out PATH      results JSON to write (required)\n"
             "  --shapes FILE   shapes CSV `name,N,K,M values` (default %s)\n"
             "  --dtype D       input and output dtype: bf16, fp16, tf32 (fp32 operands and C, tf32\n"
@@ -59,6 +61,9 @@ static void mkg_bench_usage(FILE *f)
             "                  (MKG_LAUNCH_FLAG_PDL): JSON oracle_pdl_*, schedules_pdl (default 0)\n"
             "  --sustain MS    > 0: then replay the oracle and cuBLASLt's best alone for MS ms each,\n"
             "                  sampling SM clock and power through NVML: JSON sustained (default 0)\n"
+            "  --dispatch-grid sms|units  the dispatch kernel's grid: one CTA per SM (default, what a\n"
+            "                  dispatcher that reads M on the device must launch) or, as a diagnostic,\n"
+            "                  the planned schedule's unit count when fewer (JSON dispatch_grid)\n"
             "  --autotune-out FILE\n"
             "                  after the runs, write a table file: per (layer, M bucket) the fastest\n"
             "                  measured schedule, the cost model where nothing was measured\n"
@@ -123,6 +128,13 @@ static void mkg_bench_parse_args(int argc, char **argv, mkg_bench_args *a)
             a->pdl = mkg_bench_int_arg(flag, value) != 0;
         else if (strcmp(flag, "--sustain") == 0)
             a->sustain_ms = mkg_bench_int_arg(flag, value);
+        else if (strcmp(flag, "--dispatch-grid") == 0) {
+            if (strcmp(value, "sms") != 0 && strcmp(value, "units") != 0) {
+                fprintf(stderr, "mkg_bench_gemm: --dispatch-grid takes sms or units, not %s\n", value);
+                exit(1);
+            }
+            a->dispatch_grid_units = strcmp(value, "units") == 0;
+        }
         else {
             fprintf(stderr, "mkg_bench_gemm: unknown option %s\n", flag);
             mkg_bench_usage(stderr);
@@ -240,6 +252,7 @@ int main(int argc, char **argv)
     mkg_bench_init(&cfg, args.replays);
     cfg.pdl = args.pdl;
     cfg.sustain_ms = args.sustain_ms;
+    cfg.dispatch_grid_units = args.dispatch_grid_units;
     if ((args.table || args.autotune_out) && mkg_bench_layers_create(&cfg, shapes, nshapes, &layers) != 0)
         return 1;
     if (args.table) {

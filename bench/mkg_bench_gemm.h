@@ -42,6 +42,8 @@ typedef struct mkg_bench_cfg {
     int pdl;                    /* 1: also time every schedule launched with MKG_LAUNCH_FLAG_PDL */
     int sustain_ms;             /* > 0: also run the oracle and cuBLASLt's best alone this long each,
                                    sampling the SM clock and board power (mkg_bench_sustain) */
+    int dispatch_grid_units;    /* 1: the dispatch kernel launches min(SMs, units of the planned
+                                   schedule) CTAs, a diagnostic (the host reads the plan); 0: SMs */
 } mkg_bench_cfg;
 
 /* Opens the current device (call mkg_device_check() first) and readies the dispatch

@@ -120,6 +120,7 @@ typedef struct mkg_bench_problem {
     void *a_all, *b_all, *c_all;        /* nsets slices each, MKG_BENCH_ALIGN-aligned */
     mkg_bench_set *sets;
     mkg_table *table[2];                /* layer i = set i; [0]: cost model, [1]: loaded plan or NULL */
+    int dispatch_grid[2];               /* CTAs of the dispatch kernel for table[0] / table[1] */
     mkg_bench_lt_plan lt;
 } mkg_bench_problem;
 
@@ -313,9 +314,16 @@ static void mkg_bench_tables_create(const mkg_bench_cfg *cfg, mkg_bench_problem 
         row->tuned_schedule = tuned->schedule[b];
         mkg_bench_table_expect(p, p->table[1], b, row->tuned_schedule, "loaded");
     }
-    for (int t = 0; t < 2; ++t)
+    for (int t = 0; t < 2; ++t) {
+        const int s = t == 0 ? row->schedule : row->tuned_schedule;
+        p->dispatch_grid[t] = cfg->sms;
+        if (p->table[t] && cfg->dispatch_grid_units) {
+            const int units = mkg_schedule_units(s, p->m, p->n, p->k, p->kc);
+            p->dispatch_grid[t] = units < 1 ? 1 : units < cfg->sms ? units : cfg->sms;
+        }
         for (int i = 0; p->table[t] && i < p->nsets; ++i)
             MKG_BENCH_MKG_CHECK(mkg_table_set_m(p->table[t], i, p->m, cfg->stream));
+    }
     MKG_CUDA_CHECK(cudaStreamSynchronize(cfg->stream));
     free(plans);
     free(layers);
@@ -389,7 +397,7 @@ static void mkg_bench_enqueue(const mkg_bench_cfg *cfg, const mkg_bench_problem 
     if (c.kind == MKG_BENCH_DISPATCH) {
         const mkg_table *t = p->table[c.id];
         MKG_CUDA_CHECK(mkg_bench_dispatch_launch(p->dt, mkg_table_rows(t), mkg_table_count(t), mkg_table_m(t),
-                                                 mkg_table_error(t), set, cfg->sms, cfg->stream));
+                                                 mkg_table_error(t), set, p->dispatch_grid[c.id], cfg->stream));
         return;
     }
     const float alpha = 1.0f, beta = 0.0f;
@@ -1420,8 +1428,10 @@ int mkg_bench_write_json(const char *path, const mkg_bench_cfg *cfg, const mkg_b
     else
         fputs("null", f);
     /* dispatch_kernel false: a MKG_BENCH_DISPATCH=OFF build, whose "dispatched" figures are the oracle's. */
-    fprintf(f, ",\n  \"l2_bytes\": %d,\n  \"replays\": %d,\n  \"dispatch_kernel\": %s,\n  \"table\": ",
-            cfg->l2_bytes, cfg->replays, mkg_bench_dispatch_available() ? "true" : "false");
+    fprintf(f, ",\n  \"l2_bytes\": %d,\n  \"replays\": %d,\n  \"dispatch_kernel\": %s,\n  \"dispatch_grid\": \"%s\","
+               "\n  \"table\": ",
+            cfg->l2_bytes, cfg->replays, mkg_bench_dispatch_available() ? "true" : "false",
+            cfg->dispatch_grid_units ? "units" : "sms");
     if (meta->table) {
         fputs("{\"path\": ", f);
         mkg_json_string(f, meta->table);
