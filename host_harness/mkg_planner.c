@@ -30,22 +30,22 @@ mkg_cost_model mkg_cost_model_h200(void)
      * (every public shape, every eligible schedule) by tools/calibrate_cost_model.py;
      * bench/NOTES.md records the fit and the pick-vs-oracle result. */
     mkg_cost_model cm;
-    cm.sm_tflops = 7.148;
-    cm.dram_tbps = 3.874;
-    cm.l2_tbps = 12.510;
+    cm.sm_tflops = 7.255;
+    cm.dram_tbps = 3.534;
+    cm.l2_tbps = 12.413;
     cm.l2_mb = 40.0;            /* not fitted: the H200's 50 MB L2 less what C and other data hold */
-    cm.mem_latency_us = 1.431;
-    cm.launch_us = 1.092;
-    cm.unit_us = 1.896;
-    cm.epi_gbps = 56.655;
+    cm.mem_latency_us = 1.403;
+    cm.launch_us = 1.000;
+    cm.unit_us = 1.878;
+    cm.epi_gbps = 50.352;
     cm.eff_p64 = 0.990;
     cm.eff_wn[0] = 0.905;       /* wgmma N >= 256 */
-    cm.eff_wn[1] = 0.887;       /* 192 */
-    cm.eff_wn[2] = 1.000;       /* 128 */
-    cm.eff_wn[3] = 0.757;       /* 64 */
-    cm.eff_wn[4] = 0.410;       /* <= 32 */
+    cm.eff_wn[1] = 0.906;       /* 192 */
+    cm.eff_wn[2] = 0.965;       /* 128 */
+    cm.eff_wn[3] = 0.567;       /* 64 */
+    cm.eff_wn[4] = 0.372;       /* <= 32 */
     cm.split_us = 0.500;        /* not identified by the data: invariant-mode runs never split */
-    cm.overlap_p = 2.085;
+    cm.overlap_p = 1.975;
     return cm;
 }
 
