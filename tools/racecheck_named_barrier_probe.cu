@@ -103,23 +103,32 @@ static __device__ void producer_waits(unsigned int bar)
     }
 }
 
-// Mode 3 is its own kernel: setmaxnreg needs every path of a kernel to agree on it.
-__global__ void __launch_bounds__(384, 1) probe3(int *out, int id, int n, const unsigned int *go)
+// Modes 3 and 4: warpgroup 0 gives up registers and waits on the item mbarrier (as the library's
+// producer does); warpgroups 1 and 2 take registers and run item(it) four times, thread 128
+// arriving on the mbarrier after each.
+template <typename Item>
+static __device__ __forceinline__ void producer_consumer_roles(unsigned long long *mbar, Item item)
 {
-    __shared__ __align__(8) unsigned long long mbar;
-    extern __shared__ unsigned int dyn[];
-    const unsigned int bar = item_barrier(&mbar);
+    const unsigned int bar = item_barrier(mbar);
     if (threadIdx.x < 128) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 56;" ::: "memory");
         producer_waits(bar);
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 224;" ::: "memory");
         for (int it = 0; it < 4; ++it) {
-            consumer_step(dyn, out, it, id, n, go);
+            item(it);
             if (threadIdx.x == 128)
                 asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
         }
     }
+}
+
+// Mode 3 is its own kernel: setmaxnreg needs every path of a kernel to agree on it.
+__global__ void __launch_bounds__(384, 1) probe3(int *out, int id, int n, const unsigned int *go)
+{
+    __shared__ __align__(8) unsigned long long mbar;
+    extern __shared__ unsigned int dyn[];
+    producer_consumer_roles(&mbar, [&](int it) { consumer_step(dyn, out, it, id, n, go); });
 }
 
 // Mode 4's item: writers threads write after sinf's slow path (large arguments), barrier, every
@@ -138,28 +147,19 @@ __global__ void __launch_bounds__(384, 1) probe4(int *out, int id, int n, const 
 {
     __shared__ __align__(8) unsigned long long mbar;
     extern __shared__ unsigned int dyn[];
-    const unsigned int bar = item_barrier(&mbar);
-    if (threadIdx.x < 128) {
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 56;" ::: "memory");
-        producer_waits(bar);
-    } else {
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 224;" ::: "memory");
+    producer_consumer_roles(&mbar, [&](int it) {
         const int wg = threadIdx.x / 128 - 1;
-        for (int it = 0; it < 4; ++it) {
-            dyn[64 + threadIdx.x] = it;
-            bar_sync_reg(1 + wg, 128);
-            out[threadIdx.x] += (int)dyn[64 + (threadIdx.x ^ 1)] * 0;
-            bar_sync_reg(1 + wg, 128);
-            if (threadIdx.x == 128 && go) {
-                const long long t0 = clock64();
-                while (*(const volatile unsigned int *)go == 0u && clock64() - t0 < 2000000)
-                    __nanosleep(256);
-            }
-            item_many(dyn + off / 4, out, it, threadIdx.x - 128, id, n, 160);
-            if (threadIdx.x == 128)
-                asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+        dyn[64 + threadIdx.x] = it;
+        bar_sync_reg(1 + wg, 128);
+        out[threadIdx.x] += (int)dyn[64 + (threadIdx.x ^ 1)] * 0;
+        bar_sync_reg(1 + wg, 128);
+        if (threadIdx.x == 128 && go) {
+            const long long t0 = clock64();
+            while (*(const volatile unsigned int *)go == 0u && clock64() - t0 < 2000000)
+                __nanosleep(256);
         }
-    }
+        item_many(dyn + off / 4, out, it, threadIdx.x - 128, id, n, 160);
+    });
 }
 
 int main()
