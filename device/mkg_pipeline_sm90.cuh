@@ -126,7 +126,6 @@ static __device__ __forceinline__ void mkg_ring_switch(mkg_ring *r, const mkg_sm
     if (r->layout == layout)
         return;
     if (producer && r->layout >= 0) {
-#pragma unroll 1
         for (uint32_t s = 0; s < MKG_LAUNCH_MAX_STAGES; ++s)
             mkg_ring_wait_empty(r, sm, s);
     }
