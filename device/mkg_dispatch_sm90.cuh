@@ -33,14 +33,20 @@ static __device__ __forceinline__ int mkg_dispatch_chunk_capable(int s)
     }
 }
 
-// 1 if the dispatcher runs schedule s: rows that need a cluster launch (CL > 1) or the
-// shipped kernel's ping-pong consumers are shipped-kernel only. The planner never puts them in
-// a table (mkg_plan_eligible) and the switches below compile no code for them.
+// Rows the dispatcher runs: rows that need a cluster launch (CL > 1) or the shipped kernel's
+// ping-pong consumers are shipped-kernel only. The planner never puts them in a table
+// (mkg_plan_eligible) and the switches below compile no code for them.
+static constexpr bool mkg_dispatch_row(int cl, int pp)
+{
+    return cl == 1 && !pp;
+}
+
+// 1 if the dispatcher runs schedule s (see mkg_dispatch_row).
 static __device__ __forceinline__ int mkg_dispatch_runs(int s)
 {
     switch (s) {
 #define MKG_X_RUNS(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) \
-    case MKG_SCHED_##name: return cl == 1 && !pp;
+    case MKG_SCHED_##name: return mkg_dispatch_row(cl, pp);
         MKG_SCHEDULE_LIST(MKG_X_RUNS)
 #undef MKG_X_RUNS
     default: return 0;
@@ -141,7 +147,7 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
         switch (s) {
 #define MKG_X_B_FIRST(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                         \
     case MKG_SCHED_##name:                                                                                       \
-        if constexpr (cl == 1 && !pp)                                                                            \
+        if constexpr (mkg_dispatch_row(cl, pp))                                                                  \
             pre = mkg_gemm_produce_b_first<tm, tn, tk, st, swap>(p, m, unit, raster, group, split, r, sm, &row0, &row1); \
         break;
             MKG_SCHEDULE_LIST(MKG_X_B_FIRST)
@@ -153,7 +159,7 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
     switch (s) {
 #define MKG_X_PRODUCE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                        \
     case MKG_SCHED_##name:                                                                      \
-        if constexpr (cl == 1 && !pp)                                                           \
+        if constexpr (mkg_dispatch_row(cl, pp))                                                 \
             mkg_gemm_produce_rest<tm, tn, tk, st, swap>(p, m, unit, raster, group, split, r, sm, pre); \
         break;
         MKG_SCHEDULE_LIST(MKG_X_PRODUCE)
@@ -170,7 +176,7 @@ static __device__ __forceinline__ void mkg_dispatch_consume(const mkg_gemm_param
     switch (s) {
 #define MKG_X_CONSUME(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                    \
     case MKG_SCHED_##name:                                                                                  \
-        if constexpr (cl == 1 && !pp) {                                                                     \
+        if constexpr (mkg_dispatch_row(cl, pp)) {                                                           \
             float d[mkg_shape<tm, tn, tk, st, swap>::WN / 2], tot[1];                                      \
             mkg_gemm_consume_step<DT, tm, tn, tk, st, swap, true>(p, m, unit, 0, raster, group, split, r, sm, \
                                                                   wg, d, tot);                              \
@@ -193,7 +199,7 @@ static __device__ __forceinline__ void mkg_dispatch_consume_step(const mkg_gemm_
     switch (s) {
 #define MKG_X_STEP(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                            \
     case MKG_SCHED_##name:                                                                                       \
-        if constexpr (mkg_shape<tm, tn, tk, st, swap>::CHUNKED && cl == 1 && !pp)                               \
+        if constexpr (mkg_shape<tm, tn, tk, st, swap>::CHUNKED && mkg_dispatch_row(cl, pp))                      \
             mkg_gemm_consume_step<DT, tm, tn, tk, st, swap, false>(p, m, unit, c, raster, group, split, r, sm, wg, \
                                                                    d, tot);                                      \
         break;
