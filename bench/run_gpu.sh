@@ -3,7 +3,8 @@
 # SASS, runs the GPU tests, compute-sanitizer, and the GEMM benchmark, writing
 # logs and JSON into OUTDIR (at most 8 files come back from the lent machine).
 #
-#   MKG_STAGES   comma list of stages to run (default: build,sass,test,sanitize,bench)
+#   MKG_STAGES   comma list of stages to run (default: build,sass,test,sanitize,bench; also probe
+#                (tools/launch_probe.cu), mk, ncu, ncusrc, ncustall)
 #   MKG_BENCH_ARGS extra arguments for mkg_bench_gemm (e.g. "--only square_8192 --pdl 1"); MKG_BENCH_DTYPES
 #                ("bf16 fp16" by default; add tf32 for fp32 operands with tf32 math)
 #   MKG_NCU_ONLY  shape for the ncu stage (square_8192)
@@ -90,6 +91,12 @@ if has mk; then
   for t in "$out/trace_decode_b1.json" /tmp/trace_prefill.json; do
     [ -f "$t" ] && python3 "$root/tools/trace_summary.py" "$t" >>"$out/mk.txt" 2>&1
   done
+fi
+
+if has probe; then
+  say "launch probe (fixed cost of small launches)"
+  timeout 300 "$build"/bench/mkg_launch_probe --out "$out/launch_probe.json" >"$out/launch_probe.txt" 2>&1
+  say "launch probe rc=$?"; cat "$out/launch_probe.txt" | tee -a "$log"
 fi
 
 if has bench; then

@@ -77,6 +77,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
     static_assert(!PP || (!CH && CL == 1 && !SWAP && TM == 128), "ping-pong rows: one chunk, no cluster, no swap");
     const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
     if (threadIdx.x == 0) {
+        MKG_PROBE(0);                                // probe points: see tools/launch_probe.cu
         mkg_prefetch_tensormap(&p->a_map[mkg_box_class(TM)]);
         mkg_prefetch_tensormap(&p->b_map[mkg_box_class(TN / CL)]);
         mkg_smem_init(&sm, CL);
@@ -90,6 +91,8 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
     // writes C before that kernel has completed. Otherwise both are no-ops.
     mkg_griddep_wait();
     mkg_griddep_launch_dependents();
+    if (threadIdx.x == 0)
+        MKG_PROBE(1);
 
     const int m = p->m;
     if constexpr (PP)
@@ -100,6 +103,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
     if (threadIdx.x < 128) {
         mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
         if (threadIdx.x == 0) {
+            MKG_PROBE(2);
             if constexpr (CL > 1) {
                 for (int u = first; u < units; u += stride)
                     mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, CL>(p, m, u, raster, group, split, &ring, &sm, 0);
@@ -107,6 +111,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
                 for (int u = first; u < units; u += stride)
                     mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP>(p, m, u, raster, group, split, &ring, &sm);
             }
+            MKG_PROBE_DONE();
         }
     } else {
         mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
@@ -155,7 +160,10 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
                 }
             }
         }
+        MKG_PROBE(5 + 4 * wg);
         mkg_epilogue_drain();
+        MKG_PROBE(6 + 4 * wg);
+        MKG_PROBE_DONE();
     }
     // NOTE: no CTA of a cluster leaves while a peer may still multicast into its ring
     // or arrive on its empty barriers.

@@ -296,6 +296,8 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
     for (int kt = kb; kt < ke; ++kt) {
         const uint32_t s = r->slot;
         mkg_ring_wait_full(r, sm, s);
+        if (kt == kb)
+            MKG_PROBE(3 + 4 * wg);
         const uint32_t stage = sm->ring + s * S::STAGE_BYTES;
         const uint64_t dx = mkg_wgmma_desc_sw128(stage + S::X_OFF + x_row * 128u);
         const uint64_t dy = mkg_wgmma_desc_sw128(stage + S::Y_OFF + y_row * 128u);
@@ -319,6 +321,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
 #pragma unroll
     for (int i = 0; i < WN / 2; ++i)
         mkg_fence_operand(d[i]);
+    MKG_PROBE(4 + 4 * wg);
     if (releaser)
         mkg_ring_release<CL>(sm, prev);
 

@@ -310,4 +310,14 @@ static __device__ __forceinline__ uint64_t mkg_globaltimer(void)
     return t;
 }
 
+// Phase probe hooks of the shipped kernel: MKG_PROBE(point) marks a point of a CTA's
+// timeline, MKG_PROBE_DONE() says this warpgroup has passed its last mark. Empty unless a
+// translation unit defines them before including the device headers (tools/launch_probe.cu).
+#ifndef MKG_PROBE
+#define MKG_PROBE(point) ((void)0)
+#endif
+#ifndef MKG_PROBE_DONE
+#define MKG_PROBE_DONE() ((void)0)
+#endif
+
 #endif /* MKG_PTX_SM90_CUH */

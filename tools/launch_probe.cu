@@ -1,0 +1,437 @@
+// launch_probe.cu - where the fixed part of a small GEMM launch goes.
+//
+// The decode and small-grid rows cost ~3.3-3.5 us more than their K loop (bench/NOTES.md).
+// This program answers where, on the H200, under the bench's conditions (CUDA-graph replay,
+// inputs rotated through more than L2):
+//   1. The launch floor: per-launch time of graphs of empty 132 x 384 kernels, with a 4-byte
+//      parameter, with mkg_gemm_params by value (2.4 KB), and with that plus the shipped
+//      kernel's dynamic shared memory; and the gap between one kernel's last exit and the
+//      next one's first entry (globaltimer).
+//   2. The phase timeline of the shipped kernel itself, instantiated here with probe hooks
+//      (MKG_PROBE in device/): per CTA, globaltimer at entry (0), after barrier init (1),
+//      producer start (2), and per consumer warpgroup w the first full stage (3 + 4w), the
+//      K loop drained (4 + 4w), the epilogue issued (5 + 4w) and its stores read (6 + 4w).
+// Usage: mkg_launch_probe [--out FILE.json]   (needs an sm_90 GPU; prints a table)
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <vector>
+
+#define PROBE_LAUNCHES 64
+#define PROBE_CTAS 160
+#define PROBE_POINTS 12
+
+__device__ unsigned long long g_probe_t[PROBE_LAUNCHES][PROBE_CTAS][PROBE_POINTS];
+__device__ unsigned int g_probe_epoch;
+__device__ unsigned int g_probe_arrived;
+
+static __device__ __forceinline__ unsigned long long probe_now(void)
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// The first thread of the calling warpgroup stamps `point` for this launch and CTA.
+static __device__ __forceinline__ void probe_mark(int point)
+{
+    if ((threadIdx.x & 127) == 0) {
+        const unsigned int e = *(volatile unsigned int *)&g_probe_epoch;
+        if (e < PROBE_LAUNCHES && blockIdx.x < PROBE_CTAS)
+            g_probe_t[e][blockIdx.x][point] = probe_now();
+    }
+}
+
+// Called once by the producer thread and once by each consumer warpgroup's first thread
+// after their last mark: the last of the 3 x grid arrivals starts the next launch's epoch.
+static __device__ __forceinline__ void probe_done(void)
+{
+    if ((threadIdx.x & 127) == 0) {
+        __threadfence();
+        if (atomicAdd(&g_probe_arrived, 1u) == 3u * gridDim.x - 1u) {
+            g_probe_arrived = 0u;
+            __threadfence();
+            atomicAdd(&g_probe_epoch, 1u);
+        }
+    }
+}
+
+#define MKG_PROBE(point) probe_mark(point)
+#define MKG_PROBE_DONE() probe_done()
+// A name of its own, so these instantiations never meet the library's (same template
+// arguments, no hooks) at link time.
+#define mkg_gemm_persistent_sm90 mkg_probe_persistent_sm90
+#include "mkg_gemm_sm90.cuh"
+#undef mkg_gemm_persistent_sm90
+
+#include "mkg_gemm.h"
+#include "mkg_schedules.h"
+
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+// ---- 1. launch floor ------------------------------------------------------------------
+
+__device__ unsigned long long g_floor_t[2][512];   // [entry, exit] per launch (CTA 0 / last)
+
+__global__ void __launch_bounds__(384, 1) k_small(int x)
+{
+    if (x == -7 && threadIdx.x == 0)
+        g_floor_t[0][0] = 1;
+}
+
+__global__ void __launch_bounds__(384, 1) k_params(const __grid_constant__ mkg_gemm_params p, int x)
+{
+    if (x == -7 && threadIdx.x == 0)
+        g_floor_t[0][0] = (unsigned long long)p.m;
+}
+
+// Stamps the earliest entry and the latest exit of launch number `i` over its CTAs.
+__global__ void __launch_bounds__(384, 1) k_stamp(const __grid_constant__ mkg_gemm_params p, int i)
+{
+    if (threadIdx.x == 0) {
+        atomicMin(&g_floor_t[0][i], probe_now());
+        if (p.m == -7)
+            g_floor_t[0][0] = 0;
+        atomicMax(&g_floor_t[1][i], probe_now());
+    }
+}
+
+static float graph_us_per_launch(cudaStream_t st, int launches, void (*enqueue)(cudaStream_t, int, void *),
+                                 void *ctx)
+{
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    for (int i = 0; i < launches; ++i)
+        enqueue(st, i, ctx);
+    CK(cudaStreamEndCapture(st, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    CK(cudaGraphLaunch(ge, st));
+    CK(cudaEventRecord(e0, st));
+    const int reps = 10;
+    for (int r = 0; r < reps; ++r)
+        CK(cudaGraphLaunch(ge, st));
+    CK(cudaEventRecord(e1, st));
+    CK(cudaStreamSynchronize(st));
+    float ms = 0.0f;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
+    CK(cudaGraphExecDestroy(ge));
+    CK(cudaGraphDestroy(g));
+    return 1000.0f * ms / (float)(reps * launches);
+}
+
+struct floor_ctx {
+    mkg_gemm_params *p;
+    size_t smem;
+};
+
+static void enq_small(cudaStream_t st, int i, void *)
+{
+    k_small<<<132, 384, 0, st>>>(i);
+}
+static void enq_params(cudaStream_t st, int i, void *c)
+{
+    const floor_ctx *f = (const floor_ctx *)c;
+    k_params<<<132, 384, f->smem, st>>>(*f->p, i);
+}
+static void enq_stamp(cudaStream_t st, int i, void *c)
+{
+    const floor_ctx *f = (const floor_ctx *)c;
+    k_stamp<<<132, 384, f->smem, st>>>(*f->p, i);
+}
+
+// ---- 2. phase timeline of the shipped kernel ----------------------------------------
+
+__global__ void fill_bf16(uint16_t *x, size_t n, uint32_t seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t h = (uint32_t)i * 2654435761u ^ seed;
+        h ^= h >> 15;
+        h *= 2246822519u;
+        h ^= h >> 13;
+        const float v = ((float)(h & 0xffffu) / 65535.0f - 0.5f);
+        uint32_t u;
+        memcpy(&u, &v, 4);
+        x[i] = (uint16_t)(u >> 16);
+    }
+}
+
+struct probe_case {
+    const char *name;
+    int m, n, k;
+    const char *schedule;
+};
+
+static const void *probe_kernel(int s)
+{
+    const mkg_schedule_info *i = mkg_schedule_get(s);
+    if (i->tile_m == 128 && i->tile_n == 64 && i->stages == 6 && !i->swap_ab && i->cluster == 1 && !i->pingpong)
+        return (const void *)mkg_probe_persistent_sm90<MKG_DTYPE_BF16, 128, 64, 64, 6, 0, 0, 1, 0>;
+    if (i->tile_m == 16 && i->tile_n == 64 && i->stages == 16 && i->swap_ab)
+        return (const void *)mkg_probe_persistent_sm90<MKG_DTYPE_BF16, 16, 64, 64, 16, 1, 0, 1, 0>;
+    if (i->tile_m == 128 && i->tile_n == 128 && i->stages == 6 && !i->swap_ab && i->cluster == 1 && !i->pingpong)
+        return (const void *)mkg_probe_persistent_sm90<MKG_DTYPE_BF16, 128, 128, 64, 6, 0, 0, 1, 0>;
+    return NULL;
+}
+
+static double median(std::vector<double> v)
+{
+    if (v.empty())
+        return 0.0;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+struct phase_row {
+    double us_per_launch, gap, spread, init, prod, first, loop, epi, drain, total;
+    int grid;
+};
+
+static phase_row run_case(const probe_case *pc, cudaStream_t st)
+{
+    const int s = mkg_schedule_find(pc->schedule);
+    const void *kernel = s >= 0 ? probe_kernel(s) : NULL;
+    if (!kernel) {
+        fprintf(stderr, "launch_probe: no probe kernel for %s\n", pc->schedule);
+        exit(1);
+    }
+    const mkg_schedule_info *info = mkg_schedule_get(s);
+    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, MKG_LAUNCH_SMEM_BYTES));
+    // Rotate through more than twice the 60 MB L2, as the bench does.
+    const size_t a_elems = (size_t)pc->m * pc->k, b_elems = (size_t)pc->n * pc->k, c_elems = (size_t)pc->m * pc->n;
+    const size_t set_bytes = 2 * (a_elems + b_elems + c_elems);
+    int sets = (int)((128ull << 20) / set_bytes) + 1;
+    if (sets > 32)
+        sets = 32;
+    std::vector<mkg_gemm_params> params(sets);
+    std::vector<void *> bufs;
+    for (int i = 0; i < sets; ++i) {
+        uint16_t *a, *b, *c;
+        CK(cudaMalloc(&a, 2 * a_elems));
+        CK(cudaMalloc(&b, 2 * b_elems));
+        CK(cudaMalloc(&c, 2 * c_elems));
+        bufs.push_back(a), bufs.push_back(b), bufs.push_back(c);
+        fill_bf16<<<264, 256, 0, st>>>(a, a_elems, 17u * i + 1u);
+        fill_bf16<<<264, 256, 0, st>>>(b, b_elems, 17u * i + 2u);
+        CK(cudaGetLastError());
+        mkg_gemm_desc d;
+        memset(&d, 0, sizeof(d));
+        d.m = pc->m, d.n = pc->n, d.k = pc->k;
+        d.a_type = d.b_type = d.c_type = MKG_DTYPE_BF16;
+        d.a = a, d.b = b, d.c = c;
+        d.lda = d.ldb = pc->k, d.ldc = pc->n;
+        d.epilogue = MKG_EPI_STORE;
+        d.kc = pc->k;
+        const mkg_status ms = mkg_gemm_encode_params(&d, &params[i]);
+        if (ms != MKG_OK) {
+            fprintf(stderr, "launch_probe: encode %s: %s\n", pc->name, mkg_status_string(ms));
+            exit(1);
+        }
+    }
+    CK(cudaStreamSynchronize(st));
+    const int units = ((pc->m + info->tile_m - 1) / info->tile_m) * ((pc->n + info->tile_n - 1) / info->tile_n);
+    int grid = units < 132 ? units : 132;
+    int raster = info->raster, group = info->group, split = 1;
+
+    const int launches = PROBE_LAUNCHES;
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    for (int i = 0; i < launches; ++i) {
+        void *args[4] = {&params[i % sets], &raster, &group, &split};
+        CK(cudaLaunchKernel(kernel, dim3(grid), dim3(MKG_LAUNCH_THREADS), args, MKG_LAUNCH_SMEM_BYTES, st));
+    }
+    CK(cudaStreamEndCapture(st, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    CK(cudaGraphLaunch(ge, st));                     // warm: code, tensor maps, page tables
+    CK(cudaStreamSynchronize(st));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    const unsigned int zero = 0;
+    // One timed replay per round with the epoch reset before it; the stamps kept are the
+    // last round's (every round writes them all).
+    float best = 1e30f;
+    for (int r = 0; r < 5; ++r) {
+        CK(cudaMemcpyToSymbolAsync(g_probe_epoch, &zero, 4, 0, cudaMemcpyHostToDevice, st));
+        CK(cudaEventRecord(e0, st));
+        CK(cudaGraphLaunch(ge, st));
+        CK(cudaEventRecord(e1, st));
+        CK(cudaStreamSynchronize(st));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        best = ms < best ? ms : best;
+    }
+    static unsigned long long t[PROBE_LAUNCHES][PROBE_CTAS][PROBE_POINTS];
+    CK(cudaMemcpyFromSymbol(t, g_probe_t, sizeof(t)));
+    unsigned int epoch = 0;
+    CK(cudaMemcpyFromSymbol(&epoch, g_probe_epoch, 4));
+    if (epoch != (unsigned int)launches) {
+        fprintf(stderr, "launch_probe: %s: %u epochs recorded, %d launches\n", pc->name, epoch, launches);
+        exit(1);
+    }
+    std::vector<double> gap, spread, init, prod, first, loop, epi, drain, total;
+    for (int e = 2; e < launches - 1; ++e) {
+        unsigned long long emin = ~0ull, emax = 0, xmax = 0, nmin = ~0ull;
+        for (int b = 0; b < grid; ++b) {
+            emin = std::min(emin, t[e][b][0]);
+            emax = std::max(emax, t[e][b][0]);
+            xmax = std::max(xmax, std::max(t[e][b][6], t[e][b][10]));
+            nmin = std::min(nmin, t[e + 1][b][0]);
+        }
+        gap.push_back((double)(nmin - xmax) * 1e-3);
+        spread.push_back((double)(emax - emin) * 1e-3);
+        total.push_back((double)(xmax - emin) * 1e-3);
+        for (int b = 0; b < grid; ++b) {
+            const unsigned long long *q = t[e][b];
+            init.push_back((double)(q[1] - q[0]) * 1e-3);
+            prod.push_back((double)(q[2] - q[1]) * 1e-3);
+            first.push_back((double)(q[3] - q[2]) * 1e-3);
+            loop.push_back((double)(q[4] - q[3]) * 1e-3);
+            epi.push_back((double)(q[5] - q[4]) * 1e-3);
+            drain.push_back((double)(q[6] - q[5]) * 1e-3);
+        }
+    }
+    phase_row row;
+    row.us_per_launch = 1000.0 * best / launches;
+    row.gap = median(gap), row.spread = median(spread), row.total = median(total);
+    row.init = median(init), row.prod = median(prod), row.first = median(first);
+    row.loop = median(loop), row.epi = median(epi), row.drain = median(drain);
+    row.grid = grid;
+    CK(cudaGraphExecDestroy(ge));
+    CK(cudaGraphDestroy(g));
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
+    for (void *p : bufs)
+        CK(cudaFree(p));
+    return row;
+}
+
+int main(int argc, char **argv)
+{
+    const char *out = NULL;
+    for (int i = 1; i < argc; ++i)
+        if (!strcmp(argv[i], "--out") && i + 1 < argc)
+            out = argv[++i];
+    int dev = 0;
+    cudaDeviceProp prop;
+    CK(cudaGetDevice(&dev));
+    CK(cudaGetDeviceProperties(&prop, dev));
+    if (prop.major != 9) {
+        fprintf(stderr, "launch_probe: needs a compute capability 9.0 GPU (found %d.%d)\n", prop.major, prop.minor);
+        return 2;
+    }
+    cudaStream_t st;
+    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    CK(cudaFuncSetAttribute(k_params, cudaFuncAttributeMaxDynamicSharedMemorySize, MKG_LAUNCH_SMEM_BYTES));
+    CK(cudaFuncSetAttribute(k_stamp, cudaFuncAttributeMaxDynamicSharedMemorySize, MKG_LAUNCH_SMEM_BYTES));
+
+    mkg_gemm_params hp;
+    memset(&hp, 0, sizeof(hp));
+    hp.m = 1;
+    floor_ctx f0 = {&hp, 0}, f1 = {&hp, MKG_LAUNCH_SMEM_BYTES};
+    const float us_small = graph_us_per_launch(st, 200, enq_small, NULL);
+    const float us_params = graph_us_per_launch(st, 200, enq_params, &f0);
+    const float us_params_smem = graph_us_per_launch(st, 200, enq_params, &f1);
+    // Gap between graph-launched kernels: earliest entry of i + 1 minus latest exit of i.
+    std::vector<unsigned long long> init0(512, ~0ull), init1(512, 0ull);
+    CK(cudaMemcpyToSymbol(g_floor_t, init0.data(), 512 * 8, 0));
+    CK(cudaMemcpyToSymbol(g_floor_t, init1.data(), 512 * 8, 512 * 8));
+    const float us_stamp = graph_us_per_launch(st, 100, enq_stamp, &f1);
+    CK(cudaMemcpyToSymbol(g_floor_t, init0.data(), 512 * 8, 0));
+    CK(cudaMemcpyToSymbol(g_floor_t, init1.data(), 512 * 8, 512 * 8));
+    {
+        // one more replay, stamps only from it
+        cudaGraph_t g;
+        cudaGraphExec_t ge;
+        CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+        for (int i = 0; i < 100; ++i)
+            enq_stamp(st, i, &f1);
+        CK(cudaStreamEndCapture(st, &g));
+        CK(cudaGraphInstantiate(&ge, g, 0));
+        CK(cudaGraphLaunch(ge, st));
+        CK(cudaStreamSynchronize(st));
+        CK(cudaMemcpyToSymbol(g_floor_t, init0.data(), 512 * 8, 0));
+        CK(cudaMemcpyToSymbol(g_floor_t, init1.data(), 512 * 8, 512 * 8));
+        CK(cudaGraphLaunch(ge, st));
+        CK(cudaStreamSynchronize(st));
+        CK(cudaGraphExecDestroy(ge));
+        CK(cudaGraphDestroy(g));
+    }
+    static unsigned long long ft[2][512];
+    CK(cudaMemcpyFromSymbol(ft, g_floor_t, sizeof(ft)));
+    std::vector<double> fgap, fdur;
+    for (int i = 2; i < 99; ++i) {
+        fgap.push_back((double)(ft[0][i + 1] - ft[1][i]) * 1e-3);
+        fdur.push_back((double)(ft[1][i] - ft[0][i]) * 1e-3);
+    }
+    printf("launch floor (graph of 200 launches, 132 x 384 threads, us per launch):\n");
+    printf("  int param %.2f | mkg_gemm_params by value (%zu B) %.2f | + %d B dynamic smem %.2f | stamping %.2f\n",
+           us_small, sizeof(mkg_gemm_params), us_params, MKG_LAUNCH_SMEM_BYTES, us_params_smem, us_stamp);
+    printf("  globaltimer: median gap last exit -> next first entry %.3f us, first entry -> last exit %.3f us\n",
+           median(fgap), median(fdur));
+
+    static const probe_case cases[] = {
+        {"tiny_128x64x64", 128, 64, 64, "m128n64k64_s6_rn_g8"},
+        {"square_768", 768, 768, 768, "m128n64k64_s6_rn_g8"},
+        {"square_768_n128", 768, 768, 768, "m128n128k64_s6_rn_g8"},
+        {"square_1024", 1024, 1024, 1024, "m128n64k64_s6_rn_g8"},
+        {"llama32_1b_o_m512", 512, 2048, 2048, "m128n64k64_s6_rn_g8"},
+        {"llama32_1b_o_m1", 1, 2048, 2048, "m16n64k64_s16_swap_rn_g8"},
+        {"llama32_1b_o_m1_k64", 1, 2048, 64, "m16n64k64_s16_swap_rn_g8"},
+    };
+    const int ncases = (int)(sizeof(cases) / sizeof(cases[0]));
+    phase_row rows[sizeof(cases) / sizeof(cases[0])];
+    printf("\nshipped kernel phases (us; medians over %d graph-replayed launches, rotated inputs > L2;\n"
+           "per-CTA phases are medians over CTAs; gap = last exit to next launch's first entry)\n",
+           PROBE_LAUNCHES - 3);
+    printf("%-22s %4s %7s %6s %6s %6s %6s %6s %7s %6s %6s %6s\n", "case", "grid", "launch", "gap", "spread",
+           "init", "prod", "first", "kloop", "epi", "drain", "total");
+    for (int i = 0; i < ncases; ++i) {
+        rows[i] = run_case(&cases[i], st);
+        const phase_row &r = rows[i];
+        printf("%-22s %4d %7.2f %6.2f %6.2f %6.2f %6.2f %6.2f %7.2f %6.2f %6.2f %6.2f\n", cases[i].name, r.grid,
+               r.us_per_launch, r.gap, r.spread, r.init, r.prod, r.first, r.loop, r.epi, r.drain, r.total);
+    }
+    if (out) {
+        FILE *fp = fopen(out, "w");
+        if (!fp) {
+            perror(out);
+            return 1;
+        }
+        fprintf(fp, "{\"gpu\": \"%s\", \"floor_us\": {\"int_param\": %.3f, \"params_by_value\": %.3f, "
+                    "\"params_and_smem\": %.3f, \"stamp\": %.3f, \"gap\": %.3f, \"duration\": %.3f},\n \"cases\": [\n",
+                prop.name, us_small, us_params, us_params_smem, us_stamp, median(fgap), median(fdur));
+        for (int i = 0; i < ncases; ++i) {
+            const phase_row &r = rows[i];
+            fprintf(fp,
+                    "  {\"case\": \"%s\", \"M\": %d, \"N\": %d, \"K\": %d, \"schedule\": \"%s\", \"grid\": %d, "
+                    "\"us_per_launch\": %.3f, \"gap\": %.3f, \"entry_spread\": %.3f, \"init\": %.3f, \"producer_start\": %.3f, "
+                    "\"first_stage\": %.3f, \"k_loop\": %.3f, \"epilogue\": %.3f, \"drain\": %.3f, \"total\": %.3f}%s\n",
+                    cases[i].name, cases[i].m, cases[i].n, cases[i].k, cases[i].schedule, r.grid, r.us_per_launch,
+                    r.gap, r.spread, r.init, r.prod, r.first, r.loop, r.epi, r.drain, r.total,
+                    i + 1 < ncases ? "," : "");
+        }
+        fprintf(fp, " ]}\n");
+        fclose(fp);
+    }
+    CK(cudaStreamDestroy(st));
+    return 0;
+}
