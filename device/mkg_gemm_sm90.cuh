@@ -76,11 +76,30 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
     static_assert(CL == 1 || !CH, "cluster rows run one K chunk");
     static_assert(!PP || (!CH && CL == 1 && !SWAP && TM == 128), "ping-pong rows: one chunk, no cluster, no swap");
     const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
+    typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
+    const int m = p->m;
+    if constexpr (PP)
+        split = 1;                                   // ping-pong rows never split K (host-checked too)
+    const int units = mkg_unit_count<TM, TN, CL>(p, m, split);
+    const int first = (int)(blockIdx.x / CL), stride = (int)(gridDim.x / CL);
+    mkg_ring ring = mkg_ring_start();
+    int issued = 0;                                  // whole stages of the first unit already loading
     if (threadIdx.x == 0) {
         MKG_PROBE(0);                                // probe points: see tools/launch_probe.cu
         mkg_prefetch_tensormap(&p->a_map[mkg_box_class(TM)]);
         mkg_prefetch_tensormap(&p->b_map[mkg_box_class(TN / CL)]);
+        mkg_prefetch_tensormap(&p->c_map[mkg_box_class(SWAP ? S::WN : 64)]);   // the epilogue's store box
         mkg_smem_init(&sm, CL);
+        // The first unit's first stages go out now, before the CTA barrier and the register
+        // hand-over below: a small GEMM's launch is mostly this load's latency, which the
+        // set-up then overlaps. (Cluster rows multicast into peers' barriers, which need the
+        // cluster barrier first; megakernel-style dependencies wait before loading A.)
+        if constexpr (CL == 1) {
+            if (!p->deps.wait && first < units) {
+                mkg_griddep_wait();
+                issued = mkg_gemm_produce_first<TM, TN, TK, ST, SWAP>(p, m, first, raster, group, split, &ring, &sm);
+            }
+        }
     }
     if constexpr (CL > 1)
         mkg_cluster_sync();                          // peers' barriers exist before any multicast
@@ -88,18 +107,13 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
         __syncthreads();
     // Launched with programmatic stream serialization (MKG_LAUNCH_FLAG_PDL), the set-up above
     // overlapped the previous kernel's tail; nothing reads A, B or the workspace or
-    // writes C before that kernel has completed. Otherwise both are no-ops.
+    // writes C before that kernel has completed (the early loads above wait too). Otherwise
+    // both are no-ops.
     mkg_griddep_wait();
     mkg_griddep_launch_dependents();
     if (threadIdx.x == 0)
         MKG_PROBE(1);
 
-    const int m = p->m;
-    if constexpr (PP)
-        split = 1;                                   // ping-pong rows never split K (host-checked too)
-    const int units = mkg_unit_count<TM, TN, CL>(p, m, split);
-    const int first = (int)(blockIdx.x / CL), stride = (int)(gridDim.x / CL);
-    mkg_ring ring = mkg_ring_start();
     if (threadIdx.x < 128) {
         mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
         if (threadIdx.x == 0) {
@@ -108,14 +122,13 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
                 for (int u = first; u < units; u += stride)
                     mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, CL>(p, m, u, raster, group, split, &ring, &sm, 0);
             } else {
-                for (int u = first; u < units; u += stride)
-                    mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP>(p, m, u, raster, group, split, &ring, &sm);
+                for (int u = first; u < units; u += stride, issued = 0)
+                    mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP>(p, m, u, raster, group, split, &ring, &sm, issued);
             }
             MKG_PROBE_DONE();
         }
     } else {
         mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
-        typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
         const int wg = threadIdx.x / 128 - 1;
         if constexpr (PP) {
             // Unit i of this CTA runs on warpgroup i & 1; see mkg_gemm_consume_pp for the hand-off
