@@ -83,23 +83,16 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
     const int units = mkg_unit_count<TM, TN, CL>(p, m, split);
     const int first = (int)(blockIdx.x / CL), stride = (int)(gridDim.x / CL);
     mkg_ring ring = mkg_ring_start();
-    int issued = 0;                                  // whole stages of the first unit already loading
     if (threadIdx.x == 0) {
         MKG_PROBE(0);                                // probe points: see tools/launch_probe.cu
         mkg_prefetch_tensormap(&p->a_map[mkg_box_class(TM)]);
         mkg_prefetch_tensormap(&p->b_map[mkg_box_class(TN / CL)]);
         mkg_prefetch_tensormap(&p->c_map[mkg_box_class(SWAP ? S::WN : 64)]);   // the epilogue's store box
         mkg_smem_init(&sm, CL);
-        // The first unit's first stages go out now, before the CTA barrier and the register
-        // hand-over below: a small GEMM's launch is mostly this load's latency, which the
-        // set-up then overlaps. (Cluster rows multicast into peers' barriers, which need the
-        // cluster barrier first; megakernel-style dependencies wait before loading A.)
-        if constexpr (CL == 1) {
-            if (!p->deps.wait && first < units) {
-                mkg_griddep_wait();
-                issued = mkg_gemm_produce_first<TM, TN, TK, ST, SWAP>(p, m, first, raster, group, split, &ring, &sm);
-            }
-        }
+        // NOTE: the first unit's loads are not issued here, before the CTA barrier: tried
+        // (session 6, tools/launch_probe.cu), the first TMA issue stalls this thread ~1 us
+        // and the consumers then wait at the barrier for all of the unit's first stages;
+        // small launches got 3-12% slower.
     }
     if constexpr (CL > 1)
         mkg_cluster_sync();                          // peers' barriers exist before any multicast
@@ -107,8 +100,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
         __syncthreads();
     // Launched with programmatic stream serialization (MKG_LAUNCH_FLAG_PDL), the set-up above
     // overlapped the previous kernel's tail; nothing reads A, B or the workspace or
-    // writes C before that kernel has completed (the early loads above wait too). Otherwise
-    // both are no-ops.
+    // writes C before that kernel has completed. Otherwise both are no-ops.
     mkg_griddep_wait();
     mkg_griddep_launch_dependents();
     if (threadIdx.x == 0)
@@ -122,8 +114,8 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
                 for (int u = first; u < units; u += stride)
                     mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, CL>(p, m, u, raster, group, split, &ring, &sm, 0);
             } else {
-                for (int u = first; u < units; u += stride, issued = 0)
-                    mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP>(p, m, u, raster, group, split, &ring, &sm, issued);
+                for (int u = first; u < units; u += stride)
+                    mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP>(p, m, u, raster, group, split, &ring, &sm);
             }
             MKG_PROBE_DONE();
         }

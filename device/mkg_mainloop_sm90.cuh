@@ -128,15 +128,13 @@ static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_pa
     return pre;
 }
 
-// The rest of a unit's loads after its first `pre` stages: B-only stages whose A follows
-// now (mkg_gemm_produce_b_first), or whole stages already issued (a_loaded, see
-// mkg_gemm_produce_first); pre = 0: the whole unit.
+// The rest of a unit's loads after `pre` B-only stages (pre = 0: the whole unit).
 // CL > 1: this CTA loads its own A and the rank-th 1/CL of the B tile, multicast to
 // every CTA of the cluster; each CTA's full barrier still expects a whole stage.
 template <int TM, int TN, int TK, int ST, int SWAP, int CL = 1>
 static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_params *p, int m, int unit, int raster,
                                                              int group, int split, mkg_ring *r, const mkg_smem *sm,
-                                                             int pre, bool a_loaded = false, int stop = 1 << 30)
+                                                             int pre)
 {
     typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
     static_assert(CL == 1 || (!SWAP && (TN / CL) % 8 == 0), "cluster rows multicast whole swizzle atoms of B");
@@ -145,9 +143,9 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
     const CUtensorMap *map_a = &p->a_map[mkg_box_class(TM)];
     const CUtensorMap *map_b = &p->b_map[mkg_box_class(TN / CL)];
     const int kt0 = u.c0 * u.kct;
-    const int kt_end = min(min(u.c1 * u.kct, u.kt), kt0 + stop);
+    const int kt_end = min(u.c1 * u.kct, u.kt);
     const uint32_t slot0 = (r->slot + (uint32_t)(ST - pre)) % (uint32_t)ST;
-    for (int i = 0; i < (a_loaded ? 0 : pre); ++i) {
+    for (int i = 0; i < pre; ++i) {
         const uint32_t s = (slot0 + (uint32_t)i) % (uint32_t)ST;
         mkg_tma_load_2d(sm->ring + s * S::STAGE_BYTES, map_a, sm->full + 8u * s, (kt0 + i) * TK, u.t.m * TM);
     }
@@ -176,31 +174,12 @@ static __device__ __forceinline__ void mkg_gemm_wait_a_rows(const mkg_gemm_param
     mkg_fence_proxy_async_global();
 }
 
-// The first stages of a unit, issued by the thread that has just initialised the ring's
-// barriers, before the CTA-wide barrier and the register hand-over (a fresh ring takes
-// ST stages without waiting). Returns how many were issued; mkg_gemm_produce_unit(...,
-// issued) loads the rest. Not for GEMMs with megakernel dependencies (their A waits).
-template <int TM, int TN, int TK, int ST, int SWAP>
-static __device__ __forceinline__ int mkg_gemm_produce_first(const mkg_gemm_params *p, int m, int unit, int raster,
-                                                             int group, int split, mkg_ring *r, const mkg_smem *sm)
-{
-    const mkg_unit u = mkg_unit_of<TM, TN, TK>(p, m, unit, raster, group, split);
-    const int n = min(ST, min(u.c1 * u.kct, u.kt) - u.c0 * u.kct);
-    mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP>(p, m, unit, raster, group, split, r, sm, 0, false, n);
-    return n;
-}
-
-// All TMA loads of one unit (with the dependency split when p->deps.wait is set), less
-// the first `issued` whole stages (mkg_gemm_produce_first).
+// All TMA loads of one unit (with the dependency split when p->deps.wait is set).
 template <int TM, int TN, int TK, int ST, int SWAP>
 static __device__ __forceinline__ void mkg_gemm_produce_unit(const mkg_gemm_params *p, int m, int unit,
                                                              int raster, int group, int split, mkg_ring *r,
-                                                             const mkg_smem *sm, int issued = 0)
+                                                             const mkg_smem *sm)
 {
-    if (issued > 0) {
-        mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP>(p, m, unit, raster, group, split, r, sm, issued, true);
-        return;
-    }
     int pre = 0;
     if (p->deps.wait) {
         int row0, row1;
