@@ -35,6 +35,7 @@ typedef struct mkg_bench_args {
     int pdl;
     int sustain_ms;
     int dispatch_grid_units;
+    int kc_policy;              /* MKG_BENCH_KC_ONE or MKG_BENCH_KC_DECODE */
 } mkg_bench_args;
 
 static void mkg_bench_usage(FILE *f)
@@ -43,7 +44,7 @@ static void mkg_bench_usage(FILE *f)
             "usage: mkg_bench_gemm --out PATH [--shapes FILE] [--dtype bf16|fp16|all] [--commit STR]\n"
             "                      [--replays N] [--only NAME[,NAME..]] [--max-m N] [--min-m N]\n"
             "                      [--table FILE] [--autotune-out FILE] [--pdl 0|1] [--sustain MS]\n"
-            "                      [--dispatch-grid sms|units]\n"
+            "                      [--dispatch-grid sms|units] [--kc-policy one|decode]\n"
             "  --out PATH      results JSON to write (required)\n"
             "  --shapes FILE   shapes CSV `name,N,K,M values` (default %s)\n"
             "  --dtype D       input and output dtype: bf16, fp16, tf32 (fp32 operands and C, tf32\n"
@@ -64,6 +65,9 @@ static void mkg_bench_usage(FILE *f)
             "  --dispatch-grid sms|units  the dispatch kernel's grid: one CTA per SM (default, what a\n"
             "                  dispatcher that reads M on the device must launch) or, as a diagnostic,\n"
             "                  the planned schedule's unit count when fewer (JSON dispatch_grid)\n"
+            "  --kc-policy P   each layer's canonical K chunk (invariant mode, from N and K only): one\n"
+            "                  (default, mkg_plan_kc: KC = K) or decode (mkg_plan_kc_decode: chunks that\n"
+            "                  give decode split-K enough work units); recorded as kc_policy in the JSON\n"
             "  --autotune-out FILE\n"
             "                  after the runs, write a table file: per (layer, M bucket) the fastest\n"
             "                  measured schedule, the cost model where nothing was measured\n"
@@ -134,6 +138,13 @@ static void mkg_bench_parse_args(int argc, char **argv, mkg_bench_args *a)
                 exit(1);
             }
             a->dispatch_grid_units = strcmp(value, "units") == 0;
+        }
+        else if (strcmp(flag, "--kc-policy") == 0) {
+            if (strcmp(value, "one") != 0 && strcmp(value, "decode") != 0) {
+                fprintf(stderr, "mkg_bench_gemm: --kc-policy takes one or decode, not %s\n", value);
+                exit(1);
+            }
+            a->kc_policy = strcmp(value, "decode") == 0 ? MKG_BENCH_KC_DECODE : MKG_BENCH_KC_ONE;
         }
         else {
             fprintf(stderr, "mkg_bench_gemm: unknown option %s\n", flag);
@@ -253,6 +264,8 @@ int main(int argc, char **argv)
     cfg.pdl = args.pdl;
     cfg.sustain_ms = args.sustain_ms;
     cfg.dispatch_grid_units = args.dispatch_grid_units;
+    cfg.kc_policy = args.kc_policy;
+    mkg_bench_measure_copy(&cfg);
     if ((args.table || args.autotune_out) && mkg_bench_layers_create(&cfg, shapes, nshapes, &layers) != 0)
         return 1;
     if (args.table) {
@@ -271,6 +284,9 @@ int main(int argc, char **argv)
     meta.commit = args.commit ? args.commit : env_commit ? env_commit : "unknown";
     printf("mkg_bench_gemm: %s, %d SMs, L2 %d bytes, %d replays, %d rows from %s, commit %s\n", cfg.gpu, cfg.sms,
            cfg.l2_bytes, cfg.replays, total, args.shapes, meta.commit);
+    printf("mkg_bench_gemm: K chunks: %s policy; device-to-device copy %.0f GB/s (read + write)\n",
+           cfg.kc_policy == MKG_BENCH_KC_DECODE ? "decode (mkg_plan_kc_decode)" : "one chunk (mkg_plan_kc)",
+           cfg.copy_gbps);
     fflush(stdout);
 
     mkg_bench_row *rows = (mkg_bench_row *)calloc(total, sizeof *rows);
@@ -310,8 +326,10 @@ int main(int argc, char **argv)
                     mkg_status_string(st), mkg_status_name(st));
         failed = failed || st != MKG_OK;
     }
-    for (int d = 0; d < ndts; ++d)
+    for (int d = 0; d < ndts; ++d) {
         mkg_bench_print_summary(rows, done, dts[d]);
+        mkg_bench_print_stream(&cfg, rows, done, dts[d]);
+    }
 
     mkg_bench_layers_free(&layers);
     mkg_bench_release(&cfg);

@@ -44,7 +44,20 @@ typedef struct mkg_bench_cfg {
                                    sampling the SM clock and board power (mkg_bench_sustain) */
     int dispatch_grid_units;    /* 1: the dispatch kernel launches min(SMs, units of the planned
                                    schedule) CTAs, a diagnostic (the host reads the plan); 0: SMs */
+    int kc_policy;              /* each layer's canonical K chunk: MKG_BENCH_KC_ONE (mkg_plan_kc, the
+                                   library default) or MKG_BENCH_KC_DECODE (mkg_plan_kc_decode) */
+    double copy_gbps;           /* device-to-device cudaMemcpy, (read + written) bytes / s / 1e9,
+                                   best of several 256 MB copies (mkg_bench_measure_copy) */
 } mkg_bench_cfg;
+
+#define MKG_BENCH_KC_ONE    0
+#define MKG_BENCH_KC_DECODE 1
+
+/* The canonical K chunk of an N x K layer under cfg->kc_policy (from N and K alone). */
+int mkg_bench_layer_kc(const mkg_bench_cfg *cfg, int n, int k);
+
+/* Measures cfg->copy_gbps (the weight-streaming yardstick of the decode rows). */
+void mkg_bench_measure_copy(mkg_bench_cfg *cfg);
 
 /* Opens the current device (call mkg_device_check() first) and readies the dispatch
  * kernel; exits on failure. */
@@ -123,6 +136,11 @@ void mkg_bench_print_row(const mkg_bench_row *r);
  * over all rows, square_8192, the cost-model pick against the oracle (oracle_us / mkg_us)
  * and, for rows with a loaded plan, the same for the tuned pick. */
 void mkg_bench_print_summary(const mkg_bench_row *rows, int count, mkg_dtype dt);
+
+/* Decode weight streaming (issue 4's yardstick): over rows of dtype dt with M <= 16 and a weight
+ * matrix of at least 32 MB, weight bytes per second of the oracle and of cuBLASLt's best as a
+ * fraction of cfg->copy_gbps. */
+void mkg_bench_print_stream(const mkg_bench_cfg *cfg, const mkg_bench_row *rows, int count, mkg_dtype dt);
 
 // ---- shapes file -----------------------------------------------------------------------
 

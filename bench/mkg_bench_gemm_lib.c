@@ -87,6 +87,40 @@ void mkg_bench_init(mkg_bench_cfg *cfg, int replays)
         printf("note: built without the dispatch kernel (MKG_BENCH_DISPATCH=OFF): \"dispatched\" is the oracle\n");
 }
 
+int mkg_bench_layer_kc(const mkg_bench_cfg *cfg, int n, int k)
+{
+    return cfg->kc_policy == MKG_BENCH_KC_DECODE ? mkg_plan_kc_decode(n, k, cfg->sms) : mkg_plan_kc(n, k, cfg->sms);
+}
+
+void mkg_bench_measure_copy(mkg_bench_cfg *cfg)
+{
+    const size_t bytes = (size_t)256 << 20;
+    void *src = NULL, *dst = NULL;
+    cudaEvent_t e0, e1;
+    MKG_CUDA_CHECK(cudaMalloc(&src, bytes));
+    MKG_CUDA_CHECK(cudaMalloc(&dst, bytes));
+    MKG_CUDA_CHECK(cudaMemsetAsync(src, 1, bytes, cfg->stream));
+    MKG_CUDA_CHECK(cudaEventCreate(&e0));
+    MKG_CUDA_CHECK(cudaEventCreate(&e1));
+    float best = 0.0f;
+    for (int i = 0; i < 12; ++i) {
+        MKG_CUDA_CHECK(cudaEventRecord(e0, cfg->stream));
+        MKG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cfg->stream));
+        MKG_CUDA_CHECK(cudaEventRecord(e1, cfg->stream));
+        MKG_CUDA_CHECK(cudaEventSynchronize(e1));
+        float ms = 0.0f;
+        MKG_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        if (i >= 2 && (best == 0.0f || ms < best))
+            best = ms;                                   /* the first two warm up */
+    }
+    /* NOTE: a copy reads and writes every byte (bandwidthTest's device-to-device convention). */
+    cfg->copy_gbps = 2.0 * (double)bytes / ((double)best * 1e-3) / 1e9;
+    MKG_CUDA_CHECK(cudaEventDestroy(e0));
+    MKG_CUDA_CHECK(cudaEventDestroy(e1));
+    MKG_CUDA_CHECK(cudaFree(src));
+    MKG_CUDA_CHECK(cudaFree(dst));
+}
+
 void mkg_bench_release(mkg_bench_cfg *cfg)
 {
     MKG_CUDA_CHECK(cudaFree(cfg->workspace));
@@ -337,7 +371,7 @@ static void mkg_bench_problem_create(const mkg_bench_cfg *cfg, mkg_bench_problem
     p->n = n;
     p->k = k;
     /* Invariant mode: the planner's chunk for this layer, from N and K alone. */
-    p->kc = mkg_plan_kc(n, k, cfg->sms);
+    p->kc = mkg_bench_layer_kc(cfg, n, k);
     p->dt = dt;
     p->esize = mkg_dtype_size(dt);
     p->a_bytes = (size_t)m * k * p->esize;
@@ -1026,6 +1060,36 @@ void mkg_bench_print_summary(const mkg_bench_row *rows, int count, mkg_dtype dt)
 
 // ---- shapes file -------------------------------------------------------------------------
 
+void mkg_bench_print_stream(const mkg_bench_cfg *cfg, const mkg_bench_row *rows, int count, mkg_dtype dt)
+{
+    double log_ours = 0.0, log_lt = 0.0, worst = 1e30;
+    int n = 0;
+    const mkg_bench_row *worst_row = NULL;
+    for (int i = 0; i < count; ++i) {
+        const mkg_bench_row *r = &rows[i];
+        const double weights = (double)r->n * r->k * mkg_dtype_size(r->dtype);
+        if (r->dtype != dt || r->m > 16 || weights < 32.0 * 1024 * 1024 || !(r->oracle_us > 0.0) ||
+            !(r->cublas_best_us > 0.0) || !(cfg->copy_gbps > 0.0))
+            continue;
+        const double ours = weights / (r->oracle_us * 1e3) / cfg->copy_gbps;   /* GB/s over GB/s */
+        const double lt = weights / (r->cublas_best_us * 1e3) / cfg->copy_gbps;
+        log_ours += log(ours);
+        log_lt += log(lt);
+        if (ours < worst) {
+            worst = ours;
+            worst_row = r;
+        }
+        ++n;
+    }
+    printf("  decode weight stream, M <= 16, weights >= 32 MB (copy %.0f GB/s, read + write):", cfg->copy_gbps);
+    if (n == 0) {
+        printf(" no rows\n");
+        return;
+    }
+    printf(" oracle geomean %.2f of copy, worst %.2f at %s M=%d; cuBLASLt best %.2f\n", exp(log_ours / n), worst,
+           worst_row->shape, worst_row->m, exp(log_lt / n));
+}
+
 static char *mkg_bench_trim(char *s)
 {
     while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
@@ -1193,7 +1257,7 @@ int mkg_bench_layers_create(const mkg_bench_cfg *cfg, const mkg_bench_shape *sha
             l->epilogue = MKG_EPI_STORE;
             l->m_max = m_max;
             l->mode = MKG_MODE_INVARIANT;
-            l->kc = mkg_plan_kc(s->n, s->k, cfg->sms);
+            l->kc = mkg_bench_layer_kc(cfg, s->n, s->k);
         }
     int bad = -1;
     mkg_status st = mkg_layers_validate(out->layers, out->count, &bad);
@@ -1429,9 +1493,11 @@ int mkg_bench_write_json(const char *path, const mkg_bench_cfg *cfg, const mkg_b
         fputs("null", f);
     /* dispatch_kernel false: a MKG_BENCH_DISPATCH=OFF build, whose "dispatched" figures are the oracle's. */
     fprintf(f, ",\n  \"l2_bytes\": %d,\n  \"replays\": %d,\n  \"dispatch_kernel\": %s,\n  \"dispatch_grid\": \"%s\","
-               "\n  \"table\": ",
+               "\n  \"kc_policy\": \"%s\",\n  \"copy_gbps\": ",
             cfg->l2_bytes, cfg->replays, mkg_bench_dispatch_available() ? "true" : "false",
-            cfg->dispatch_grid_units ? "units" : "sms");
+            cfg->dispatch_grid_units ? "units" : "sms", cfg->kc_policy == MKG_BENCH_KC_DECODE ? "decode" : "one");
+    mkg_json_number(f, "%.1f", cfg->copy_gbps > 0.0 ? cfg->copy_gbps : NAN);
+    fputs(",\n  \"table\": ", f);
     if (meta->table) {
         fputs("{\"path\": ", f);
         mkg_json_string(f, meta->table);
