@@ -36,6 +36,7 @@ typedef struct mkg_bench_args {
     int sustain_ms;
     int dispatch_grid_units;
     int kc_policy;              /* MKG_BENCH_KC_ONE or MKG_BENCH_KC_DECODE */
+    int kc_min;                 /* --kc-min (0: MKG_PLAN_MIN_KC) */
 } mkg_bench_args;
 
 static void mkg_bench_usage(FILE *f)
@@ -68,6 +69,7 @@ static void mkg_bench_usage(FILE *f)
             "  --kc-policy P   each layer's canonical K chunk (invariant mode, from N and K only): one\n"
             "                  (default, mkg_plan_kc: KC = K) or decode (mkg_plan_kc_decode: chunks that\n"
             "                  give decode split-K enough work units); recorded as kc_policy in the JSON\n"
+            "  --kc-min N      decode policy: smallest chunk, a multiple of 64 (default MKG_PLAN_MIN_KC)\n"
             "  --autotune-out FILE\n"
             "                  after the runs, write a table file: per (layer, M bucket) the fastest\n"
             "                  measured schedule, the cost model where nothing was measured\n"
@@ -138,6 +140,13 @@ static void mkg_bench_parse_args(int argc, char **argv, mkg_bench_args *a)
                 exit(1);
             }
             a->dispatch_grid_units = strcmp(value, "units") == 0;
+        }
+        else if (strcmp(flag, "--kc-min") == 0) {
+            a->kc_min = mkg_bench_int_arg(flag, value);
+            if (a->kc_min % 64 != 0) {
+                fprintf(stderr, "mkg_bench_gemm: --kc-min must be a positive multiple of 64\n");
+                exit(1);
+            }
         }
         else if (strcmp(flag, "--kc-policy") == 0) {
             if (strcmp(value, "one") != 0 && strcmp(value, "decode") != 0) {
@@ -265,6 +274,7 @@ int main(int argc, char **argv)
     cfg.sustain_ms = args.sustain_ms;
     cfg.dispatch_grid_units = args.dispatch_grid_units;
     cfg.kc_policy = args.kc_policy;
+    cfg.kc_min = args.kc_min;
     mkg_bench_measure_copy(&cfg);
     if ((args.table || args.autotune_out) && mkg_bench_layers_create(&cfg, shapes, nshapes, &layers) != 0)
         return 1;

@@ -46,6 +46,7 @@ typedef struct mkg_bench_cfg {
                                    schedule) CTAs, a diagnostic (the host reads the plan); 0: SMs */
     int kc_policy;              /* each layer's canonical K chunk: MKG_BENCH_KC_ONE (mkg_plan_kc, the
                                    library default) or MKG_BENCH_KC_DECODE (mkg_plan_kc_decode) */
+    int kc_min;                 /* decode policy: smallest chunk (MKG_PLAN_MIN_KC unless --kc-min) */
     double copy_gbps;           /* device-to-device cudaMemcpy, (read + written) bytes / s / 1e9,
                                    best of several 256 MB copies (mkg_bench_measure_copy) */
 } mkg_bench_cfg;

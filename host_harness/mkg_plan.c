@@ -11,17 +11,22 @@ int mkg_plan_kc(int n, int k, int sms)
 
 int mkg_plan_kc_decode(int n, int k, int sms)
 {
+    return mkg_plan_kc_decode_min(n, k, sms, MKG_PLAN_MIN_KC);
+}
+
+int mkg_plan_kc_decode_min(int n, int k, int sms, int min_kc)
+{
     const int tiles = mkg_ceil_div(n, MKG_PLAN_DECODE_ROWS);
     /* Enough tiles to keep a quarter of the SMs streaming weights, or K too short to
      * cut into two long chunks: no chunking, no fold cost. */
-    if (4 * tiles >= sms || k < 2 * MKG_PLAN_MIN_KC)
+    if (4 * tiles >= sms || k < 2 * min_kc)
         return k;
     /* NOTE: at most one wave of split units. Rounding the chunk count up (v13) gave 8B down
      * 5 chunks x 32 tiles = 160 units on 132 SMs, and the 28 units of the second wave
      * streamed alone (M = 1: 44 us, against 40 with one chunk). */
     const int chunks = sms / tiles;
     int kc = mkg_ceil_div(mkg_ceil_div(k, chunks), 64) * 64;
-    if (kc < MKG_PLAN_MIN_KC)
-        kc = MKG_PLAN_MIN_KC;
+    if (kc < min_kc)
+        kc = min_kc;
     return kc >= k ? k : kc;
 }

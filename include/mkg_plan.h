@@ -30,6 +30,10 @@ int mkg_plan_kc(int n, int k, int sms);
  *  multiple of 64 (>= MKG_PLAN_MIN_KC) that gives decode at most `sms` work units (one wave). */
 int mkg_plan_kc_decode(int n, int k, int sms);
 
+/** mkg_plan_kc_decode with another smallest chunk (a multiple of 64) in place of
+ *  MKG_PLAN_MIN_KC, to measure the trade between decode parallelism and the fold price. */
+int mkg_plan_kc_decode_min(int n, int k, int sms, int min_kc);
+
 #ifdef __cplusplus
 }
 #endif
