@@ -49,8 +49,9 @@ static void mkg_bench_usage(FILE *f)
             "  --out PATH      results JSON to write (required)\n"
             "  --shapes FILE   shapes CSV `name,N,K,M values` (default %s)\n"
             "  --dtype D       input and output dtype: bf16, fp16, tf32 (fp32 operands and C, tf32\n"
-            "                  math; no dispatch kernel: schedule/mkg_us are the oracle's) or all\n"
-            "                  (bf16 and fp16; default bf16)\n"
+            "                  math; no dispatch kernel: schedule/mkg_us are the oracle's), e4m3 (FP8\n"
+            "                  operands with per-tensor scales 0.5 and 0.25, bf16 C; against cuBLASLt FP8\n"
+            "                  with fast accumulation; no dispatch kernel) or all (bf16 and fp16; default bf16)\n"
             "  --commit STR    commit recorded in the JSON (default $MKG_COMMIT, else \"unknown\")\n"
             "  --replays N     timed CUDA-graph replays per candidate, median taken (default 20)\n"
             "  --only NAMES    run only these shapes (comma-separated names)\n"
@@ -179,12 +180,16 @@ static int mkg_bench_dtypes(const char *name, mkg_dtype *dts)
         dts[0] = MKG_DTYPE_FP32;             /* fp32 operands, tf32 math, fp32 C */
         return 1;
     }
+    if (strcmp(name, "e4m3") == 0) {
+        dts[0] = MKG_DTYPE_E4M3;             /* FP8 e4m3 operands, per-tensor scales, bf16 C */
+        return 1;
+    }
     if (strcmp(name, "all") == 0) {
         dts[0] = MKG_DTYPE_BF16;
         dts[1] = MKG_DTYPE_FP16;
         return 2;
     }
-    fprintf(stderr, "mkg_bench_gemm: --dtype must be bf16, fp16, tf32 or all, got '%s'\n", name);
+    fprintf(stderr, "mkg_bench_gemm: --dtype must be bf16, fp16, tf32, e4m3 or all, got '%s'\n", name);
     exit(1);
 }
 
@@ -235,9 +240,9 @@ int main(int argc, char **argv)
     int nshapes = 0, total = 0;
     mkg_bench_parse_args(argc, argv, &args);
     const int ndts = mkg_bench_dtypes(args.dtype, dts);
-    if (dts[0] == MKG_DTYPE_FP32 && (args.table || args.autotune_out)) {
+    if ((dts[0] == MKG_DTYPE_FP32 || dts[0] == MKG_DTYPE_E4M3) && (args.table || args.autotune_out)) {
         fprintf(stderr, "mkg_bench_gemm: --table and --autotune-out cover bf16 and fp16 layers only (no tf32 "
-                        "dispatch kernel yet)\n");
+                        "or fp8 dispatch kernel yet)\n");
         return 1;
     }
     if (mkg_bench_read_shapes(args.shapes, &shapes, &nshapes) != 0)

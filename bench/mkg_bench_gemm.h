@@ -39,6 +39,7 @@ typedef struct mkg_bench_cfg {
     cudaStream_t stream;
     cublasLtHandle_t lt;
     void *workspace;            /* MKG_BENCH_WORKSPACE_BYTES of device memory */
+    float *fp8_scales;          /* device: e4m3 rows' per-tensor scales of A and B (cuBLASLt reads them) */
     int pdl;                    /* 1: also time every schedule launched with MKG_LAUNCH_FLAG_PDL */
     int sustain_ms;             /* > 0: also run the oracle and cuBLASLt's best alone this long each,
                                    sampling the SM clock and board power (mkg_bench_sustain) */
@@ -54,8 +55,9 @@ typedef struct mkg_bench_cfg {
 #define MKG_BENCH_KC_ONE    0
 #define MKG_BENCH_KC_DECODE 1
 
-/* The canonical K chunk of an N x K layer under cfg->kc_policy (from N and K alone). */
-int mkg_bench_layer_kc(const mkg_bench_cfg *cfg, int n, int k);
+/* The canonical K chunk of an N x K layer under cfg->kc_policy (from N and K alone), a whole
+ * number of 128-byte stage rows of dtype dt (128 elements for e4m3). */
+int mkg_bench_layer_kc(const mkg_bench_cfg *cfg, int n, int k, mkg_dtype dt);
 
 /* Measures cfg->copy_gbps (the weight-streaming yardstick of the decode rows). */
 void mkg_bench_measure_copy(mkg_bench_cfg *cfg);

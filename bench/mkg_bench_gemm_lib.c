@@ -21,6 +21,10 @@
 
 #include "mkg_bench_dispatch.h"
 #include "mkg_bench_gemm.h"
+
+/* e4m3 rows: per-tensor scales (powers of two, so the reference scales exactly). */
+#define MKG_BENCH_FP8_A_SCALE 0.5f
+#define MKG_BENCH_FP8_B_SCALE 0.25f
 #include "mkg_check.h"
 #include "mkg_harness.h"
 
@@ -82,16 +86,22 @@ void mkg_bench_init(mkg_bench_cfg *cfg, int replays)
     MKG_CUDA_CHECK(cudaStreamCreateWithFlags(&cfg->stream, cudaStreamNonBlocking));
     MKG_BENCH_LT_CHECK(cublasLtCreate(&cfg->lt));
     MKG_CUDA_CHECK(cudaMalloc(&cfg->workspace, MKG_BENCH_WORKSPACE_BYTES));
+    const float scales[2] = {MKG_BENCH_FP8_A_SCALE, MKG_BENCH_FP8_B_SCALE};
+    MKG_CUDA_CHECK(cudaMalloc((void **)&cfg->fp8_scales, sizeof scales));
+    MKG_CUDA_CHECK(cudaMemcpy(cfg->fp8_scales, scales, sizeof scales, cudaMemcpyHostToDevice));
     MKG_CUDA_CHECK(mkg_bench_dispatch_init());
     if (!mkg_bench_dispatch_available())
         printf("note: built without the dispatch kernel (MKG_BENCH_DISPATCH=OFF): \"dispatched\" is the oracle\n");
 }
 
-int mkg_bench_layer_kc(const mkg_bench_cfg *cfg, int n, int k)
+int mkg_bench_layer_kc(const mkg_bench_cfg *cfg, int n, int k, mkg_dtype dt)
 {
     if (cfg->kc_policy != MKG_BENCH_KC_DECODE)
         return mkg_plan_kc(n, k, cfg->sms);
-    return mkg_plan_kc_decode_min(n, k, cfg->sms, cfg->kc_min > 0 ? cfg->kc_min : MKG_PLAN_MIN_KC);
+    int kc = mkg_plan_kc_decode_min(n, k, cfg->sms, cfg->kc_min > 0 ? cfg->kc_min : MKG_PLAN_MIN_KC);
+    if (dt == MKG_DTYPE_E4M3 && kc < k)
+        kc = (kc + 127) / 128 * 128;                 /* e4m3 stages are 128 elements deep */
+    return kc < k ? kc : k;
 }
 
 void mkg_bench_measure_copy(mkg_bench_cfg *cfg)
@@ -126,6 +136,7 @@ void mkg_bench_measure_copy(mkg_bench_cfg *cfg)
 void mkg_bench_release(mkg_bench_cfg *cfg)
 {
     MKG_CUDA_CHECK(cudaFree(cfg->workspace));
+    MKG_CUDA_CHECK(cudaFree(cfg->fp8_scales));
     MKG_BENCH_LT_CHECK(cublasLtDestroy(cfg->lt));
     MKG_CUDA_CHECK(cudaStreamDestroy(cfg->stream));
 }
@@ -149,8 +160,9 @@ typedef struct mkg_bench_lt_plan {
 typedef struct mkg_bench_problem {
     int m, n, k;
     int kc;                             /* the layer's canonical K chunk (invariant mode) */
-    mkg_dtype dt;
-    size_t esize;
+    mkg_dtype dt;                       /* input dtype */
+    mkg_dtype ct;                       /* output dtype: dt, or bf16 for e4m3 inputs */
+    size_t esize, c_esize;
     size_t a_bytes, b_bytes, c_bytes;
     int nsets;
     void *a_all, *b_all, *c_all;        /* nsets slices each, MKG_BENCH_ALIGN-aligned */
@@ -189,7 +201,10 @@ static mkg_gemm_desc mkg_bench_desc(const mkg_bench_problem *p, const mkg_bench_
     d.m = p->m;
     d.n = p->n;
     d.k = p->k;
-    d.a_type = d.b_type = d.c_type = p->dt;
+    d.a_type = d.b_type = p->dt;
+    d.c_type = p->ct;
+    d.a_scale = MKG_BENCH_FP8_A_SCALE;
+    d.b_scale = MKG_BENCH_FP8_B_SCALE;
     d.a = s->a;
     d.b = s->b;
     d.c = s->c;
@@ -238,7 +253,9 @@ static void mkg_bench_alloc_sets(const mkg_bench_cfg *cfg, mkg_bench_problem *p,
  * column-major, ld = lda, TRANSB = N) and D = C is n x m column-major with ld = ldc. */
 static void mkg_bench_lt_plan_create(const mkg_bench_cfg *cfg, mkg_bench_problem *p)
 {
-    const cudaDataType_t t = p->dt == MKG_DTYPE_BF16 ? CUDA_R_16BF : p->dt == MKG_DTYPE_FP16 ? CUDA_R_16F : CUDA_R_32F;
+    const cudaDataType_t t = p->dt == MKG_DTYPE_BF16 ? CUDA_R_16BF : p->dt == MKG_DTYPE_FP16 ? CUDA_R_16F
+                           : p->dt == MKG_DTYPE_E4M3 ? CUDA_R_8F_E4M3 : CUDA_R_32F;
+    const cudaDataType_t tc = p->ct == MKG_DTYPE_BF16 ? CUDA_R_16BF : p->ct == MKG_DTYPE_FP16 ? CUDA_R_16F : CUDA_R_32F;
     const cublasComputeType_t compute = p->dt == MKG_DTYPE_FP32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     const cublasOperation_t trans = CUBLAS_OP_T, no_trans = CUBLAS_OP_N;
     const uint64_t workspace = MKG_BENCH_WORKSPACE_BYTES;
@@ -251,9 +268,20 @@ static void mkg_bench_lt_plan_create(const mkg_bench_cfg *cfg, mkg_bench_problem
     MKG_BENCH_LT_CHECK(cublasLtMatmulDescSetAttribute(lt->desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans));
     MKG_BENCH_LT_CHECK(
         cublasLtMatmulDescSetAttribute(lt->desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans, sizeof no_trans));
+    if (p->dt == MKG_DTYPE_E4M3) {
+        /* FP8: per-tensor scales by device pointer (cuBLASLt's A is our B), and fast
+         * accumulation, which keeps the sum in the tensor cores as our kernels do. */
+        const int8_t fast = 1;
+        const float *lt_a_scale = cfg->fp8_scales + 1, *lt_b_scale = cfg->fp8_scales;
+        MKG_BENCH_LT_CHECK(cublasLtMatmulDescSetAttribute(lt->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                                          &lt_a_scale, sizeof lt_a_scale));
+        MKG_BENCH_LT_CHECK(cublasLtMatmulDescSetAttribute(lt->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                                                          &lt_b_scale, sizeof lt_b_scale));
+        MKG_BENCH_LT_CHECK(cublasLtMatmulDescSetAttribute(lt->desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast));
+    }
     MKG_BENCH_LT_CHECK(cublasLtMatrixLayoutCreate(&lt->mat_a, t, p->k, p->n, p->k));
     MKG_BENCH_LT_CHECK(cublasLtMatrixLayoutCreate(&lt->mat_b, t, p->k, p->m, p->k));
-    MKG_BENCH_LT_CHECK(cublasLtMatrixLayoutCreate(&lt->mat_c, t, p->n, p->m, p->n));
+    MKG_BENCH_LT_CHECK(cublasLtMatrixLayoutCreate(&lt->mat_c, tc, p->n, p->m, p->n));
 
     MKG_BENCH_LT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     MKG_BENCH_LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
@@ -319,8 +347,8 @@ static void mkg_bench_table_expect(const mkg_bench_problem *p, const mkg_table *
 static void mkg_bench_tables_create(const mkg_bench_cfg *cfg, mkg_bench_problem *p, const mkg_layer_plan *tuned,
                                     mkg_bench_row *row)
 {
-    if (p->dt == MKG_DTYPE_FP32 || !mkg_bench_dispatch_available()) {
-        row->schedule = -1;                  /* no tf32 dispatch kernel (or none built): the row reports the oracle */
+    if (p->dt == MKG_DTYPE_FP32 || p->dt == MKG_DTYPE_E4M3 || !mkg_bench_dispatch_available()) {
+        row->schedule = -1;                  /* no tf32 / fp8 dispatch kernel (or none built): the row reports the oracle */
         return;
     }
     mkg_layer_desc *layers = (mkg_layer_desc *)mkg_bench_calloc((size_t)p->nsets, sizeof *layers);
@@ -373,12 +401,14 @@ static void mkg_bench_problem_create(const mkg_bench_cfg *cfg, mkg_bench_problem
     p->n = n;
     p->k = k;
     /* Invariant mode: the planner's chunk for this layer, from N and K alone. */
-    p->kc = mkg_bench_layer_kc(cfg, n, k);
+    p->kc = mkg_bench_layer_kc(cfg, n, k, dt);
     p->dt = dt;
+    p->ct = dt == MKG_DTYPE_E4M3 ? MKG_DTYPE_BF16 : dt;
     p->esize = mkg_dtype_size(dt);
+    p->c_esize = mkg_dtype_size(p->ct);
     p->a_bytes = (size_t)m * k * p->esize;
     p->b_bytes = (size_t)n * k * p->esize;
-    p->c_bytes = (size_t)m * n * p->esize;
+    p->c_bytes = (size_t)m * n * p->c_esize;
     p->nsets = mkg_bench_rotation_sets(cfg, p->a_bytes + p->b_bytes + p->c_bytes);
     mkg_bench_alloc_sets(cfg, p, mkg_bench_seed(shape, m, dt));
     mkg_bench_lt_plan_create(cfg, p);
@@ -703,6 +733,9 @@ static void mkg_bench_ref_create(const mkg_bench_cfg *cfg, const mkg_bench_probl
         const char *a = (const char *)p->sets[0].a + (size_t)ref->row0[b] * p->k * p->esize;
         MKG_CUDA_CHECK(mkg_ref_gemm_gpu(a, p->sets[0].b, p->dt, ref->rows[b], p->n, p->k, p->k, p->k,
                                         ref->r + done * p->n, p->n, cfg->stream));
+        if (p->dt == MKG_DTYPE_E4M3)
+            MKG_CUDA_CHECK(mkg_scale_ref_gpu(ref->r + done * p->n, p->n, ref->rows[b], p->n,
+                                             (double)MKG_BENCH_FP8_A_SCALE * MKG_BENCH_FP8_B_SCALE, cfg->stream));
         done += (size_t)ref->rows[b];
     }
 }
@@ -717,8 +750,8 @@ static double mkg_bench_ref_error(const mkg_bench_cfg *cfg, const mkg_bench_prob
     size_t done = 0;
     for (int b = 0; b < ref->blocks; ++b) {
         mkg_err_stats st;
-        const char *cb = (const char *)c + (size_t)ref->row0[b] * p->n * p->esize;
-        MKG_CUDA_CHECK(mkg_error_stats_gpu(cb, p->dt, p->n, ref->r + done * p->n, p->n, ref->rows[b], p->n, &st,
+        const char *cb = (const char *)c + (size_t)ref->row0[b] * p->n * p->c_esize;
+        MKG_CUDA_CHECK(mkg_error_stats_gpu(cb, p->ct, p->n, ref->r + done * p->n, p->n, ref->rows[b], p->n, &st,
                                            cfg->stream));
         err = fmax(err, st.max_abs_err);
         mag = fmax(mag, st.max_abs_ref);
@@ -752,7 +785,7 @@ static void mkg_bench_check(const mkg_bench_cfg *cfg, const mkg_bench_problem *p
             continue;
         }
         long long differ = 0;
-        MKG_CUDA_CHECK(mkg_count_mismatch_gpu(p->sets[0].c, p->n, first, p->n, p->m, p->n, (int)p->esize, &differ,
+        MKG_CUDA_CHECK(mkg_count_mismatch_gpu(p->sets[0].c, p->n, first, p->n, p->m, p->n, (int)p->c_esize, &differ,
                                               cfg->stream));
         row->mismatch[s] = differ != 0;
         row->bitexact = row->bitexact && differ == 0;
@@ -767,7 +800,7 @@ static void mkg_bench_check(const mkg_bench_cfg *cfg, const mkg_bench_problem *p
             continue;
         long long differ = 0;
         mkg_bench_run_once(cfg, p, mkg_bench_cand_of(MKG_BENCH_MKGEMM_PDL, s));
-        MKG_CUDA_CHECK(mkg_count_mismatch_gpu(p->sets[0].c, p->n, first, p->n, p->m, p->n, (int)p->esize, &differ,
+        MKG_CUDA_CHECK(mkg_count_mismatch_gpu(p->sets[0].c, p->n, first, p->n, p->m, p->n, (int)p->c_esize, &differ,
                                               cfg->stream));
         row->pdl_bitexact = row->pdl_bitexact && differ == 0;
     }
@@ -800,7 +833,7 @@ static void mkg_bench_check_dispatch(const mkg_bench_cfg *cfg, mkg_bench_problem
                     "reason %u (mkg_dispatch_error in mkg_layer.h)\n", what[t], word, (word >> 8) - 1, word & 0xFFu);
             exit(1);
         }
-        MKG_CUDA_CHECK(mkg_count_mismatch_gpu(p->sets[0].c, p->n, oracle, p->n, p->m, p->n, (int)p->esize, &differ,
+        MKG_CUDA_CHECK(mkg_count_mismatch_gpu(p->sets[0].c, p->n, oracle, p->n, p->m, p->n, (int)p->c_esize, &differ,
                                               cfg->stream));
         if (differ != 0)
             fprintf(stderr, "mkg_bench: M=%d N=%d K=%d %s: the dispatched C (%s table) differs from the oracle's in "
@@ -1259,7 +1292,7 @@ int mkg_bench_layers_create(const mkg_bench_cfg *cfg, const mkg_bench_shape *sha
             l->epilogue = MKG_EPI_STORE;
             l->m_max = m_max;
             l->mode = MKG_MODE_INVARIANT;
-            l->kc = mkg_bench_layer_kc(cfg, s->n, s->k);
+            l->kc = mkg_bench_layer_kc(cfg, s->n, s->k, mkg_bench_table_dtypes[d]);
         }
     int bad = -1;
     mkg_status st = mkg_layers_validate(out->layers, out->count, &bad);

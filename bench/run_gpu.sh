@@ -52,10 +52,10 @@ fi
 if has sass; then
   say "sass"
   for c in "$build"/ptxas/*.cubin; do
-    n_hgmma=$(cuobjdump --dump-sass "$c" | grep -c HGMMA)
+    n_hgmma=$(cuobjdump --dump-sass "$c" | grep -c -E "HGMMA|QGMMA")
     n_tma=$(cuobjdump --dump-sass "$c" | grep -c UTMALDG)
     n_local=$(cuobjdump --dump-sass "$c" | grep -c -E "LDL|STL")
-    say "$(basename "$c"): HGMMA=$n_hgmma UTMALDG=$n_tma LDL/STL=$n_local"
+    say "$(basename "$c"): HGMMA/QGMMA=$n_hgmma UTMALDG=$n_tma LDL/STL=$n_local"
   done
   cuobjdump --dump-sass "$build"/ptxas/mkg_kernels_bf16_sm90.cubin |
     awk '/Function : .*ILi0ELi128ELi256ELi64ELi4ELi0E/{p=1} p&&/HGMMA|UTMALDG|SYNCS|WARPGROUP/{print} /EXIT/{if(p)exit}' |

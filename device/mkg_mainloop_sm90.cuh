@@ -32,6 +32,27 @@
 #include "mkg_tile_order.h"
 #include "mkg_wgmma_sm90.cuh"
 
+// Bytes per input element (device code takes the dtype as a template argument).
+template <int DT>
+static __device__ __forceinline__ constexpr int mkg_dtype_bytes(void)
+{
+    return DT == MKG_DTYPE_FP32 ? 4 : DT == MKG_DTYPE_E4M3 ? 1 : 2;
+}
+
+// FP8 inputs: the per-tensor scale product, applied once to the FP32 result of the whole
+// chunk fold (split or not) right before the epilogue, so every schedule rounds the same
+// value. A no-op for the other input dtypes.
+template <int DT, int NV>
+static __device__ __forceinline__ void mkg_apply_input_scale(const mkg_gemm_params *p, float *d)
+{
+    if constexpr (DT == MKG_DTYPE_E4M3) {
+        const float a = p->alpha;
+#pragma unroll
+        for (int i = 0; i < NV; ++i)
+            d[i] *= a;
+    }
+}
+
 // Compile-time facts of one schedule row, checked against the launch shape.
 template <int TM, int TN, int TK, int ST, int SWAP>
 struct mkg_shape {
@@ -51,7 +72,8 @@ struct mkg_shape {
     static constexpr int EPI_FREE = (int)((MKG_LAUNCH_RING_BYTES + MKG_LAUNCH_EPI_BYTES - EPI_OFF) /
                                           (MKG_LAUNCH_CONSUMERS * 8u * 1024u));
     static constexpr int EPI_BUFS = EPI_FREE > 8 ? 8 : EPI_FREE;
-    static_assert(TK == 64 || TK == 32, "one stage row is one 128-byte swizzle span: 64 16-bit or 32 fp32 elements");
+    static_assert(TK == 64 || TK == 32 || TK == 128,
+                  "one stage row is one 128-byte swizzle span: 64 16-bit, 32 fp32 or 128 fp8 elements");
     static_assert(P == 64 || P == 128, "two consumer warpgroups cover 64 or 128 MMA rows");
     static_assert(WN % 8 == 0 && WN >= 8 && WN <= 256, "wgmma N is 8..256 in steps of 8");
     static_assert(TM % 8 == 0 && TN % 8 == 0, "tiles are whole 1024-byte swizzle atoms");
@@ -277,7 +299,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
     typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
     constexpr int WN = S::WN;
     static_assert(CL == 1 || ONE, "cluster rows run one chunk per unit");
-    static_assert((DT == MKG_DTYPE_FP32) == (TK == 32), "fp32 (tf32) operands stage 32-element rows");
+    static_assert(TK * mkg_dtype_bytes<DT>() == 128, "a stage row is 128 bytes of the input dtype");
     const mkg_unit u = mkg_unit_of<TM, TN, TK, CL>(p, m, unit, raster, group, split,
                                                    CL > 1 ? mkg_cluster_ctarank() : 0u);
     const uint32_t x_row = S::P == 128 ? 64u * wg : 0u;          // this warpgroup's X rows
@@ -332,6 +354,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
     if constexpr (ONE) {
         if (CL > 1 && x0 >= m)
             return;                                   // the odd last tile row of a cluster: nothing to store
+        mkg_apply_input_scale<DT, WN / 2>(p, d);
         mkg_epilogue_store<WN, SWAP, EPI_NB>(p, m, d, x0, y0, r, epi, wg);
     } else {
         const bool partials = u.splits > 1;
@@ -347,6 +370,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
                 return;
             mkg_partial_fold<WN>(p, &u, wg, tot);
         }
+        mkg_apply_input_scale<DT, WN / 2>(p, tot);
         mkg_epilogue_store<WN, SWAP, EPI_NB>(p, m, tot, x0, y0, r, epi, wg);
     }
 }
@@ -384,7 +408,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
     typedef mkg_shape<TM, TN, TK, ST, 0> S;
     constexpr int H = TN / 2;                                     // accumulators per m64 half
     static_assert(TM == 128 && S::WN == TN, "ping-pong rows: 128-row tiles, one warpgroup per tile");
-    static_assert((DT == MKG_DTYPE_FP32) == (TK == 32), "fp32 (tf32) operands stage 32-element rows");
+    static_assert(TK * mkg_dtype_bytes<DT>() == 128, "a stage row is 128 bytes of the input dtype");
     const mkg_unit u = mkg_unit_of<TM, TN, TK>(p, m, unit, raster, group, 1);
     const bool releaser = (threadIdx.x & 127) == 0;
     const int ke = mkg_pp_ktiles<TK>(p);
@@ -429,6 +453,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
         mkg_ring_release<1>(sm, prev);
     }
     const int x0 = u.t.m * TM, y0 = u.t.n * TN;
+    mkg_apply_input_scale<DT, TN>(p, d);
     mkg_epilogue_store<TN, 0, S::EPI_BUFS>(p, m, d, x0, y0, r, sm->ring + S::EPI_OFF, wg);
     mkg_epilogue_store<TN, 0, S::EPI_BUFS>(p, m, d + H, x0 + 64, y0, r, sm->ring + S::EPI_OFF, wg);
 }

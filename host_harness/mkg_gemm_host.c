@@ -30,6 +30,8 @@ const void *mkg_kernel_sm90(mkg_dtype t, int s, int chunked)
         return mkg_kernel_sm90_fp16(s, chunked);
     if (t == MKG_DTYPE_FP32)
         return mkg_kernel_sm90_fp32(s, chunked);
+    if (t == MKG_DTYPE_E4M3)
+        return mkg_kernel_sm90_e4m3(s, chunked);
     return NULL;
 }
 

@@ -36,6 +36,8 @@ uint16_t mkg_float_to_bf16_bits(float v);
 uint16_t mkg_float_to_fp16_bits(float v);
 float mkg_bf16_bits_to_float(uint16_t h);
 float mkg_fp16_bits_to_float(uint16_t h);
+float mkg_e4m3_bits_to_float(uint8_t b);
+uint8_t mkg_float_to_e4m3_bits(float v);       /* nearest, ties to even, saturating to +-448 */
 
 /* ---- CPU FP64 reference: R[i][j] = sum_k A[i][k] * B[j][k] in double ---- */
 void mkg_ref_gemm_cpu(const void *a, const void *b, mkg_dtype in, int m, int n, int k, long long lda,
@@ -51,6 +53,9 @@ cudaError_t mkg_fill_random(void *dst, mkg_dtype t, long long rows, long long co
 /* FP64 reference GEMM on the device (plain tiled kernel, not tensor cores). */
 cudaError_t mkg_ref_gemm_gpu(const void *a, const void *b, mkg_dtype in, int m, int n, int k, long long lda,
                              long long ldb, double *r, long long ldr, cudaStream_t stream);
+
+/* R *= alpha over the m x n block (fp8 GEMMs: the per-tensor scale product). */
+cudaError_t mkg_scale_ref_gpu(double *r, long long ldr, int m, int n, double alpha, cudaStream_t stream);
 
 /* Error statistics of C (c_type, ldc) against R; synchronizes the stream. */
 cudaError_t mkg_error_stats_gpu(const void *c, mkg_dtype c_type, long long ldc, const double *r, long long ldr,

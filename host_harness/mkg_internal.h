@@ -18,6 +18,7 @@ extern "C" {
 const void *mkg_kernel_sm90_bf16(int s, int chunked);
 const void *mkg_kernel_sm90_fp16(int s, int chunked);
 const void *mkg_kernel_sm90_fp32(int s, int chunked);
+const void *mkg_kernel_sm90_e4m3(int s, int chunked);
 
 /* Kernel of schedule s for input dtype t, or NULL. */
 const void *mkg_kernel_sm90(mkg_dtype t, int s, int chunked);

@@ -1,5 +1,5 @@
 /* mkg_kernels_sm90.cuh - expands the schedule table into a kernel table for one
- * input dtype. Included by mkg_kernels_bf16_sm90.cu and mkg_kernels_fp16_sm90.cu.
+ * input dtype. Included by mkg_kernels_{bf16,fp16,fp32,e4m3}_sm90.cu.
  */
 #ifndef MKG_KERNELS_SM90_CUH
 #define MKG_KERNELS_SM90_CUH
@@ -25,6 +25,11 @@
     case MKG_SCHED_##name:                                                                             \
         return chunked ? (pp ? NULL : mkg_chunked_kernel_sm90<MKG_DTYPE_FP32, tm, tn, tk / 2, st, swap, cl>())         \
                        : (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_FP32, tm, tn, tk / 2, st, swap, 0, cl, pp>;
+// e4m3 inputs (FP8): a 128-byte stage row is 2 tk elements.
+#define MKG_X_KERNEL_CASE_E4M3(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                       \
+    case MKG_SCHED_##name:                                                                             \
+        return chunked ? (pp ? NULL : mkg_chunked_kernel_sm90<MKG_DTYPE_E4M3, tm, tn, tk * 2, st, swap, cl>())         \
+                       : (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_E4M3, tm, tn, tk * 2, st, swap, 0, cl, pp>;
 #define MKG_X_KERNEL_CASE_FP16(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                       \
     case MKG_SCHED_##name:                                                                             \
         return chunked ? (pp ? NULL : mkg_chunked_kernel_sm90<MKG_DTYPE_FP16, tm, tn, tk, st, swap, cl>())            \

@@ -66,8 +66,8 @@ mkg_status mkg_layers_validate(const mkg_layer_desc *layers, int count, int *bad
             st = MKG_ERR_BAD_M_MAX;
         else if ((int)l->mode < 0 || l->mode >= MKG_MODE_COUNT)
             st = MKG_ERR_BAD_MODE;
-        else if (l->in_type == MKG_DTYPE_FP32)
-            st = MKG_ERR_BAD_IN_DTYPE;       /* no tf32 dispatch kernel yet: fp32 runs through mkg_gemm_launch */
+        else if (l->in_type == MKG_DTYPE_FP32 || l->in_type == MKG_DTYPE_E4M3)
+            st = MKG_ERR_BAD_IN_DTYPE;       /* no tf32 / fp8 dispatch kernel yet: they run through mkg_gemm_launch */
         else {
             const mkg_gemm_desc d = mkg_layer_gemm_desc(l, l->m_max, l->kc);
             st = mkg_gemm_validate(&d);

@@ -74,11 +74,46 @@ uint16_t mkg_float_to_fp16_bits(float v)
     return (uint16_t)(sign | (exp << 10) | ((uint32_t)mant - 1024u));
 }
 
+/* OCP FP8 e4m3: 1 sign, 4 exponent (bias 7), 3 mantissa bits; no infinities, S.1111.111 is NaN. */
+float mkg_e4m3_bits_to_float(uint8_t b)
+{
+    const int e = (b >> 3) & 15, m = b & 7;
+    float v;
+    if (e == 15 && m == 7)
+        v = NAN;
+    else if (e == 0)
+        v = ldexpf((float)m, -9);                       /* subnormal: m / 8 * 2^-6 */
+    else
+        v = ldexpf(1.0f + (float)m / 8.0f, e - 7);
+    return (b & 0x80) ? -v : v;
+}
+
+/* Nearest e4m3 value, ties to even mantissa, saturating to +-448 (as the device fill's
+ * __nv_fp8_e4m3(float) conversion); NaN -> 0x7f. A search over the 127 finite codes. */
+uint8_t mkg_float_to_e4m3_bits(float v)
+{
+    if (isnan(v))
+        return 0x7f;
+    const uint8_t sign = signbit(v) ? 0x80 : 0x00;
+    const float a = fabsf(v);
+    uint8_t best = 0;
+    float best_d = INFINITY;
+    for (int c = 0; c < 0x7f; ++c) {
+        const float d = fabsf(mkg_e4m3_bits_to_float((uint8_t)c) - a);
+        if (d < best_d || (d == best_d && (c & 1) == 0)) {
+            best = (uint8_t)c;
+            best_d = d;
+        }
+    }
+    return (uint8_t)(sign | best);
+}
+
 float mkg_load_float(const void *p, mkg_dtype t, size_t idx)
 {
     switch (t) {
     case MKG_DTYPE_BF16: return mkg_bf16_bits_to_float(((const uint16_t *)p)[idx]);
     case MKG_DTYPE_FP16: return mkg_fp16_bits_to_float(((const uint16_t *)p)[idx]);
+    case MKG_DTYPE_E4M3: return mkg_e4m3_bits_to_float(((const uint8_t *)p)[idx]);
     default:             return ((const float *)p)[idx];
     }
 }
@@ -88,6 +123,7 @@ void mkg_store_float(void *p, mkg_dtype t, size_t idx, float v)
     switch (t) {
     case MKG_DTYPE_BF16: ((uint16_t *)p)[idx] = mkg_float_to_bf16_bits(v); break;
     case MKG_DTYPE_FP16: ((uint16_t *)p)[idx] = mkg_float_to_fp16_bits(v); break;
+    case MKG_DTYPE_E4M3: ((uint8_t *)p)[idx] = mkg_float_to_e4m3_bits(v); break;
     default:             ((float *)p)[idx] = v; break;
     }
 }

@@ -4,6 +4,7 @@
  */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 #include <math.h>
 
@@ -27,6 +28,8 @@ static __device__ __forceinline__ float mkg_load_dev(const void *p, int t, long 
         return __bfloat162float(((const __nv_bfloat16 *)p)[idx]);
     if (t == MKG_DTYPE_FP16)
         return __half2float(((const __half *)p)[idx]);
+    if (t == MKG_DTYPE_E4M3)
+        return (float)((const __nv_fp8_e4m3 *)p)[idx];
     return ((const float *)p)[idx];
 }
 
@@ -45,6 +48,8 @@ __global__ void mkg_fill_random_kernel(void *dst, int t, long long rows, long lo
             ((__nv_bfloat16 *)dst)[idx] = __float2bfloat16_rn(v);
         else if (t == MKG_DTYPE_FP16)
             ((__half *)dst)[idx] = __float2half_rn(v);
+        else if (t == MKG_DTYPE_E4M3)
+            ((__nv_fp8_e4m3 *)dst)[idx] = __nv_fp8_e4m3(v);   // round to nearest, saturate to +-448
         else {
             // NOTE: fp32 inputs feed tf32 wgmma, which reads 10 mantissa bits; rounding the
             // random values to tf32 here keeps the FP64 reference on the operands actually used.
@@ -112,6 +117,22 @@ extern "C" cudaError_t mkg_ref_gemm_gpu(const void *a, const void *b, mkg_dtype 
 {
     dim3 grid((n + MKG_REF_T - 1) / MKG_REF_T, (m + MKG_REF_T - 1) / MKG_REF_T);
     mkg_ref_gemm_kernel<<<grid, 256, 0, stream>>>(a, b, (int)in, m, n, k, lda, ldb, r, ldr);
+    return cudaGetLastError();
+}
+
+__global__ void mkg_scale_ref_kernel(double *r, long long ldr, int m, int n, double alpha)
+{
+    const long long total = (long long)m * n;
+    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total;
+         e += (long long)gridDim.x * blockDim.x)
+        r[(e / n) * ldr + e % n] *= alpha;
+}
+
+extern "C" cudaError_t mkg_scale_ref_gpu(double *r, long long ldr, int m, int n, double alpha, cudaStream_t stream)
+{
+    if (m <= 0 || n <= 0)
+        return cudaSuccess;
+    mkg_scale_ref_kernel<<<1024, 256, 0, stream>>>(r, ldr, m, n, alpha);
     return cudaGetLastError();
 }
 

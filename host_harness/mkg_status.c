@@ -34,6 +34,7 @@ const char *mkg_dtype_name(mkg_dtype t)
     case MKG_DTYPE_BF16: return "bf16";
     case MKG_DTYPE_FP16: return "fp16";
     case MKG_DTYPE_FP32: return "fp32";
+    case MKG_DTYPE_E4M3: return "e4m3";
     default:             return "unknown";
     }
 }

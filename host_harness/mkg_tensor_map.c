@@ -36,6 +36,7 @@ static CUtensorMapDataType mkg_tma_dtype(mkg_dtype t)
 {
     return t == MKG_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
          : t == MKG_DTYPE_FP16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+         : t == MKG_DTYPE_E4M3 ? CU_TENSOR_MAP_DATA_TYPE_UINT8      /* the TMA moves bytes */
                                : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
 }
 
@@ -98,6 +99,7 @@ mkg_status mkg_gemm_encode_params(const mkg_gemm_desc *d, mkg_gemm_params *out)
     out->ld_aux = d->ld_aux;
     out->deps = d->deps;
     out->kc = d->kc;
+    out->alpha = d->a_type == MKG_DTYPE_E4M3 ? d->a_scale * d->b_scale : 1.0f;
     mkg_gemm_bind_workspace(out, d->m, d->n, d->workspace);
     return MKG_OK;
 }

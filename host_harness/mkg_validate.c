@@ -4,6 +4,7 @@
  * size a multiple of 16 bytes, 16-byte aligned base pointers, leading dimensions
  * at least the row length and multiples of 16 bytes. Nothing here touches CUDA.
  */
+#include <math.h>
 #include <stdint.h>
 
 #include "mkg_gemm.h"
@@ -11,10 +12,16 @@
 
 #define MKG_INT_MAX 2147483647LL
 
-/* fp32 inputs run as tf32 (10-bit mantissa) on the tensor cores, FP32 accumulate. */
+/* fp32 inputs run as tf32 (10-bit mantissa) on the tensor cores, FP32 accumulate;
+ * e4m3 inputs (FP8, per-tensor scales) as wgmma k32 e4m3. */
 static int mkg_is_input_dtype(mkg_dtype t)
 {
-    return t == MKG_DTYPE_BF16 || t == MKG_DTYPE_FP16 || t == MKG_DTYPE_FP32;
+    return t == MKG_DTYPE_BF16 || t == MKG_DTYPE_FP16 || t == MKG_DTYPE_FP32 || t == MKG_DTYPE_E4M3;
+}
+
+static int mkg_scale_ok(float s)
+{
+    return isfinite(s) && s != 0.0f;
 }
 
 static int mkg_is_output_dtype(mkg_dtype t)
@@ -45,9 +52,14 @@ mkg_status mkg_gemm_validate(const mkg_gemm_desc *d)
         return MKG_ERR_BAD_OUT_DTYPE;
     if ((int)d->epilogue < 0 || d->epilogue >= MKG_EPI_COUNT)
         return MKG_ERR_BAD_EPILOGUE;
-    /* NOTE: chunk edges must fall on stage edges (TK = 64 for 16-bit inputs). */
-    if (d->kc < 0 || (d->kc > 0 && d->kc < d->k && d->kc % 64 != 0))
+    /* NOTE: chunk edges must fall on stage edges (a stage row is 128 bytes: 64 16-bit,
+     * 32 fp32 or 128 fp8 elements). */
+    const int kc_unit = d->a_type == MKG_DTYPE_E4M3 ? 128 : 64;
+    if (d->kc < 0 || (d->kc > 0 && d->kc < d->k && d->kc % kc_unit != 0))
         return MKG_ERR_BAD_KC;
+    if (d->a_type == MKG_DTYPE_E4M3 &&
+        (!mkg_scale_ok(d->a_scale) || !mkg_scale_ok(d->b_scale) || !mkg_scale_ok(d->a_scale * d->b_scale)))
+        return MKG_ERR_BAD_SCALE;
 
     const long long in_size = (long long)mkg_dtype_size(d->a_type);
     const long long out_size = (long long)mkg_dtype_size(d->c_type);
@@ -101,7 +113,8 @@ mkg_status mkg_schedule_check(const mkg_gemm_desc *d, int s)
         return MKG_ERR_UNKNOWN_SCHEDULE;
     if (!d)
         return MKG_ERR_NULL_DESC;
-    /* NOTE: every row stages 128-byte rows of 16-bit elements (TK = 64). */
+    /* NOTE: every row stages 128-byte rows: TK = 64 16-bit elements in the table; the kernel
+     * tables run fp32 rows with TK / 2 and e4m3 rows with 2 TK elements. */
     if (!mkg_is_input_dtype(d->a_type) || info->tile_k * 2 != 128)
         return MKG_ERR_SCHEDULE_INELIGIBLE;
     /* More than one K chunk needs a kernel compiled with the chunk fold (wgmma N <= 128);

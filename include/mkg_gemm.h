@@ -53,7 +53,7 @@ typedef struct mkg_gemm_deps {
 /** A GEMM as the caller describes it. Leading dimensions are in elements. */
 typedef struct mkg_gemm_desc {
     int m, n, k;
-    mkg_dtype a_type, b_type;   /**< input dtypes (bf16 or fp16, equal) */
+    mkg_dtype a_type, b_type;   /**< input dtypes, equal: bf16, fp16, fp32 (tf32 math) or e4m3 */
     mkg_dtype c_type;           /**< output dtype (bf16, fp16 or fp32) */
     const void *a;              /**< device pointer, M x K, row stride lda */
     const void *b;              /**< device pointer, N x K, row stride ldb */
@@ -63,9 +63,14 @@ typedef struct mkg_gemm_desc {
     const void *aux;            /**< MKG_EPI_RESIDUAL: R, M x N of c_type, row stride ld_aux (may equal c) */
     long long ld_aux;
     mkg_gemm_deps deps;         /**< megakernel dependencies (zero: none) */
-    int kc;                     /**< canonical K chunk: 0 or >= K for one chunk, else a multiple of 64 */
+    int kc;                     /**< canonical K chunk: 0 or >= K for one chunk, else a multiple of 64
+                                     (of 128 for fp8 inputs: a chunk edge is a stage edge) */
     void *workspace;            /**< split-K partials + tile counters; NULL: mkg_gemm_create allocates */
     size_t workspace_bytes;     /**< size of workspace (see mkg_gemm_workspace_bytes) */
+    float a_scale, b_scale;     /**< fp8 (e4m3) inputs: per-tensor dequantisation scales, C = epilogue(
+                                     a_scale * b_scale * (A . B^T)), the product applied once to the FP32
+                                     sum after the chunk fold; must be finite and nonzero. Other input
+                                     dtypes ignore them. */
 } mkg_gemm_desc;
 
 /* TMA store boxes of C: {128 bytes of columns, rows} for rows 8, 16, 32, 64 (box classes 0..3). */
@@ -73,8 +78,8 @@ typedef struct mkg_gemm_desc {
 
 /** What device code reads for one GEMM. Lives in device memory, 64-byte aligned. */
 typedef struct mkg_gemm_params {
-    CUtensorMap a_map[MKG_BOX_CLASSES];     /* box {64 k, rows} of A, 128B swizzle */
-    CUtensorMap b_map[MKG_BOX_CLASSES];     /* box {64 k, rows} of B, 128B swizzle */
+    CUtensorMap a_map[MKG_BOX_CLASSES];     /* box {128 B of k, rows} of A, 128B swizzle */
+    CUtensorMap b_map[MKG_BOX_CLASSES];     /* box {128 B of k, rows} of B, 128B swizzle */
     CUtensorMap c_map[MKG_C_BOX_CLASSES];   /* box {128 B / elem, rows} of C, 128B swizzle */
     void *c;
     long long ldc;
@@ -86,6 +91,7 @@ typedef struct mkg_gemm_params {
     int kc;                                 /* canonical K chunk (see mkg_chunk_count) */
     unsigned int *counters;                 /* split-K: arrivals per (tile, consumer), kept at 0 */
     float *partials;                        /* split-K: per (tile, chunk, consumer) FP32 partials */
+    float alpha;                            /* fp8 inputs: a_scale * b_scale (1 otherwise) */
 } mkg_gemm_params;
 
 /** Columns of C: N, or N / 2 under MKG_EPI_SILU_MUL. */

@@ -24,6 +24,7 @@ typedef enum mkg_dtype {
     MKG_DTYPE_BF16 = 0,
     MKG_DTYPE_FP16 = 1,
     MKG_DTYPE_FP32 = 2,
+    MKG_DTYPE_E4M3 = 3,         /* FP8 e4m3 (OCP), inputs only: per-tensor scales in the descriptor */
     MKG_DTYPE_COUNT
 } mkg_dtype;
 
@@ -44,7 +45,7 @@ typedef enum mkg_raster {
 
 static MKG_HD size_t mkg_dtype_size(mkg_dtype t)
 {
-    return t == MKG_DTYPE_FP32 ? 4 : 2;
+    return t == MKG_DTYPE_FP32 ? 4 : t == MKG_DTYPE_E4M3 ? 1 : 2;
 }
 
 const char *mkg_dtype_name(mkg_dtype t);

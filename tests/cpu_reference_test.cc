@@ -26,6 +26,26 @@ TEST(Reference, Bf16Conversions)
     }
 }
 
+TEST(Reference, E4m3Conversions)
+{
+    EXPECT_EQ(mkg_e4m3_bits_to_float(0x38), 1.0f);                   // exponent 7 = bias
+    EXPECT_EQ(mkg_e4m3_bits_to_float(0x7E), 448.0f);                 // largest finite
+    EXPECT_EQ(mkg_e4m3_bits_to_float(0x01), std::ldexp(1.0f, -9));   // smallest subnormal
+    EXPECT_EQ(mkg_e4m3_bits_to_float(0xB8), -1.0f);
+    EXPECT_TRUE(std::isnan(mkg_e4m3_bits_to_float(0x7F)));
+    EXPECT_TRUE(std::isnan(mkg_e4m3_bits_to_float(0xFF)));
+    EXPECT_EQ(mkg_float_to_e4m3_bits(1.0f + 1.0f / 16.0f), 0x38);     // tie between 1 and 1.125: even
+    EXPECT_EQ(mkg_float_to_e4m3_bits(1.0f + 3.0f / 16.0f), 0x3A);     // tie between 1.125 and 1.25: even
+    EXPECT_EQ(mkg_float_to_e4m3_bits(1000.0f), 0x7E);                 // saturates to 448
+    EXPECT_EQ(mkg_float_to_e4m3_bits(-1000.0f), 0xFE);
+    EXPECT_EQ(mkg_float_to_e4m3_bits(NAN), 0x7F);
+    for (uint32_t b = 0; b < 0x100; ++b) {
+        const float f = mkg_e4m3_bits_to_float(static_cast<uint8_t>(b));
+        if (!std::isnan(f))
+            EXPECT_EQ(mkg_float_to_e4m3_bits(f), b) << std::hex << b;
+    }
+}
+
 TEST(Reference, Fp16Conversions)
 {
     EXPECT_EQ(mkg_float_to_fp16_bits(1.0f), 0x3C00);

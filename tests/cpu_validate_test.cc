@@ -3,6 +3,8 @@
 // reached CUDA would answer MKG_ERR_NO_DEVICE instead).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <set>
 
 #include "mkgemm.h"
@@ -69,6 +71,34 @@ const BadCase kBad[] = {
     {"kc < 0", [](mkg_gemm_desc *d) { d->kc = -64; }, MKG_ERR_BAD_KC},
     {"kc not a multiple of 64", [](mkg_gemm_desc *d) { d->k = 256; d->lda = d->ldb = 256; d->kc = 100; },
      MKG_ERR_BAD_KC},
+    {"e4m3: K = 8 (8 bytes)",
+     [](mkg_gemm_desc *d) { d->a_type = d->b_type = MKG_DTYPE_E4M3; d->a_scale = d->b_scale = 1.0f; d->k = 8; },
+     MKG_ERR_K_ALIGN},
+    {"e4m3: lda 72 (72 bytes)",
+     [](mkg_gemm_desc *d) { d->a_type = d->b_type = MKG_DTYPE_E4M3; d->a_scale = d->b_scale = 1.0f; d->lda = 72; },
+     MKG_ERR_LDA_ALIGN},
+    {"e4m3: kc 64 (half a 128-element stage)",
+     [](mkg_gemm_desc *d) {
+         d->a_type = d->b_type = MKG_DTYPE_E4M3;
+         d->a_scale = d->b_scale = 1.0f;
+         d->k = 256;
+         d->lda = d->ldb = 256;
+         d->kc = 64;
+     },
+     MKG_ERR_BAD_KC},
+    {"e4m3: a_scale 0 (left unset)", [](mkg_gemm_desc *d) { d->a_type = d->b_type = MKG_DTYPE_E4M3; d->b_scale = 1.0f; },
+     MKG_ERR_BAD_SCALE},
+    {"e4m3: b_scale NaN",
+     [](mkg_gemm_desc *d) { d->a_type = d->b_type = MKG_DTYPE_E4M3; d->a_scale = 1.0f; d->b_scale = NAN; },
+     MKG_ERR_BAD_SCALE},
+    {"e4m3: b_scale Inf",
+     [](mkg_gemm_desc *d) { d->a_type = d->b_type = MKG_DTYPE_E4M3; d->a_scale = 1.0f; d->b_scale = INFINITY; },
+     MKG_ERR_BAD_SCALE},
+    {"e4m3: scale product overflows",
+     [](mkg_gemm_desc *d) { d->a_type = d->b_type = MKG_DTYPE_E4M3; d->a_scale = 1e30f; d->b_scale = 1e30f; },
+     MKG_ERR_BAD_SCALE},
+    {"C e4m3 (fp8 is an input dtype only)", [](mkg_gemm_desc *d) { d->c_type = MKG_DTYPE_E4M3; },
+     MKG_ERR_BAD_OUT_DTYPE},
 };
 
 }  // namespace
@@ -85,6 +115,16 @@ TEST(Validate, ValidDescriptorPasses)
     EXPECT_EQ(mkg_gemm_validate(&d), MKG_OK);
     d.a_type = d.b_type = MKG_DTYPE_FP32;      // tf32 math
     d.k = 4;                                   // smallest fp32 K: 16 bytes
+    EXPECT_EQ(mkg_gemm_validate(&d), MKG_OK);
+    d.a_type = d.b_type = MKG_DTYPE_E4M3;      // FP8 with per-tensor scales
+    d.a_scale = 0.5f;
+    d.b_scale = -3.0f;
+    d.k = 16;                                  // smallest e4m3 K: 16 bytes
+    d.kc = 0;
+    EXPECT_EQ(mkg_gemm_validate(&d), MKG_OK);
+    d.k = 512;
+    d.lda = d.ldb = 528;
+    d.kc = 256;                                // two 128-element stages
     EXPECT_EQ(mkg_gemm_validate(&d), MKG_OK);
 }
 
@@ -106,7 +146,7 @@ TEST(Validate, EveryBadInputHasItsOwnStatus)
     }
     // Every validation status above is distinct from the others and from MKG_OK.
     EXPECT_EQ(seen.count(MKG_OK), 0u);
-    EXPECT_EQ(seen.size(), 22u);    // 29 cases, 22 distinct reasons
+    EXPECT_EQ(seen.size(), 23u);    // 38 cases, 23 distinct reasons
 }
 
 TEST(Validate, ApiReturnsValidationStatusBeforeTouchingCuda)

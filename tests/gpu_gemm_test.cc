@@ -10,6 +10,9 @@
 //   fp32 out: 2e-5 / 1e-5
 //   bf16 out: 2^-8  + 2e-5 (8 significant bits)
 //   fp16 out: 2^-11 + 2e-5 (11 significant bits)
+// e4m3 inputs (per-tensor scales 0.5 and 0.25) add the FP8 tensor cores' accumulation: they
+// keep fewer bits than FP32 across k32 steps (DeepGEMM measured ~14), so the bound adds
+// 2^-14 per k32 step: u(out) + 2^-14 K / 32.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -91,17 +94,30 @@ bool tf32_fp32(const mkg_case *c)
 
 Bound bound_for_case(const mkg_case *c)
 {
+    if (c->in == MKG_DTYPE_E4M3) {
+        const Bound u = bound_for(c->out);
+        const double acc = std::ldexp(1.0, -14) * std::ceil(c->k / 32.0);
+        return {u.max_rel + acc, u.norm_rel + acc};
+    }
     if (!tf32_fp32(c))
         return bound_for(c->out);
     const double v = std::max(2e-5, std::ldexp(1.0, -23) * c->k / 8.0);
     return {v, v};
 }
 
+// e4m3 inputs: the accumulation error follows the partial sums, not the final R, so the max
+// error is taken relative to max(max|R|, alpha sqrt(K) / 3) as for tf32 (alpha: the scales).
+bool floor_rel(const mkg_case *c)
+{
+    return tf32_fp32(c) || c->in == MKG_DTYPE_E4M3;
+}
+
 double max_rel_for_case(const mkg_case *c, const mkg_err_stats &e)
 {
-    if (!tf32_fp32(c))
+    if (!floor_rel(c))
         return e.max_rel_err;
-    return e.max_abs_err / std::max(e.max_abs_ref, std::sqrt(static_cast<double>(c->k)) / 3.0);
+    const double alpha = c->in == MKG_DTYPE_E4M3 ? (double)MKG_SHIM_FP8_A_SCALE * MKG_SHIM_FP8_B_SCALE : 1.0;
+    return e.max_abs_err / std::max(e.max_abs_ref, alpha * std::sqrt(static_cast<double>(c->k)) / 3.0);
 }
 
 // Runs every schedule on one case; checks accuracy, writes outside M x N and
@@ -123,7 +139,7 @@ void check_all_schedules(mkg_case *c, double *worst_rel, std::vector<int> *diffe
         EXPECT_EQ(e.nonfinite, 0) << where << " " << sched_name(s) << ": non-finite outputs (unwritten or NaN)";
         const double max_rel = max_rel_for_case(c, e);
         EXPECT_LE(max_rel, b.max_rel) << where << " " << sched_name(s);
-        if (!tf32_fp32(c) || static_cast<long long>(c->m) * c->n >= 64)
+        if (!floor_rel(c) || static_cast<long long>(c->m) * c->n >= 64)
             EXPECT_LE(e.norm_rel_err, b.norm_rel) << where << " " << sched_name(s);
         if (max_rel > *worst_rel)
             *worst_rel = max_rel;
@@ -149,7 +165,11 @@ void sweep(unsigned long long seed, mkg_dtype in, mkg_dtype out)
 {
     const std::vector<int> sizes = quick() ? std::vector<int>{1, 7, 65, 129}
                                            : std::vector<int>{1, 7, 63, 65, 127, 129, 1000, 4097};
-    const std::vector<int> ks = quick() ? std::vector<int>{8, 72} : std::vector<int>{8, 64, 72, 4096};
+    // K: the smallest (16 bytes), one stage, one stage and a ragged part, many stages.
+    const std::vector<int> ks = in == MKG_DTYPE_E4M3 ? (quick() ? std::vector<int>{16, 144}
+                                                                : std::vector<int>{16, 128, 144, 4096})
+                                : quick() ? std::vector<int>{8, 72}
+                                          : std::vector<int>{8, 64, 72, 4096};
     double worst = 0.0;
     int shapes = 0;
     std::vector<int> differ_count(MKG_SCHED_COUNT, 0);
@@ -174,6 +194,10 @@ void sweep(unsigned long long seed, mkg_dtype in, mkg_dtype out)
         std::printf("[ report   ] tf32->fp32: %d shapes x %d schedules, worst max_rel_err %.3g (bound max(2e-5, "
                     "2^-23 K / 8), relative to max(max|R|, sqrt(K) / 3))\n",
                     shapes, MKG_SCHED_COUNT, worst);
+    else if (in == MKG_DTYPE_E4M3)
+        std::printf("[ report   ] %s->%s: %d shapes x %d schedules, worst max_rel_err %.3g (bound %.3g + 2^-14 K "
+                    "/ 32)\n",
+                    mkg_dtype_name(in), mkg_dtype_name(out), shapes, MKG_SCHED_COUNT, worst, bound_for(out).max_rel);
     else
         std::printf("[ report   ] %s->%s: %d shapes x %d schedules, worst max_rel_err %.3g (bound %.3g)\n",
                     mkg_dtype_name(in), mkg_dtype_name(out), shapes, MKG_SCHED_COUNT, worst, bound_for(out).max_rel);
@@ -224,13 +248,22 @@ TEST_F(Gpu, EveryScheduleRaggedShapesTf32)
     sweep(seed_ + 2000, MKG_DTYPE_FP32, MKG_DTYPE_FP32);
 }
 
+// FP8 e4m3 operands with per-tensor scales, bf16 C (the FP8 inference case): every row,
+// against the scaled FP64 reference, bitwise equal across rows.
+TEST_F(Gpu, EveryScheduleRaggedShapesE4m3)
+{
+    sweep(seed_ + 3000, MKG_DTYPE_E4M3, MKG_DTYPE_BF16);
+}
+
 TEST_F(Gpu, EveryOutputDtype)
 {
     const int shapes[][3] = {{129, 1000, 4096}, {7, 4097, 72}, {1000, 63, 64}, {65, 129, 4096}};
     double worst = 0.0;
-    for (mkg_dtype in : {MKG_DTYPE_BF16, MKG_DTYPE_FP16, MKG_DTYPE_FP32})
+    for (mkg_dtype in : {MKG_DTYPE_BF16, MKG_DTYPE_FP16, MKG_DTYPE_FP32, MKG_DTYPE_E4M3})
         for (mkg_dtype out : {MKG_DTYPE_BF16, MKG_DTYPE_FP16, MKG_DTYPE_FP32})
             for (const auto &sh : shapes) {
+                if (in == MKG_DTYPE_E4M3 && sh[2] % 16 != 0)
+                    continue;                              // e4m3 rows need K a multiple of 16
                 mkg_case c;
                 ASSERT_EQ(mkg_case_init(&c, sh[0], sh[1], sh[2], in, out, seed_ + sh[0]), MKG_OK);
                 std::vector<int> differ;
@@ -363,6 +396,24 @@ TEST_F(Gpu, ChunkedKBitwiseAcrossSchedulesSplitsPrefixesAndGrids)
             mkg_case_free(&c);
         }
     }
+}
+
+// FP8 through the chunk fold: the per-tensor scale multiplies the folded FP32 sum once, so
+// split and non-split rows still give the same bits (KC = 512: 4 stages of 128 elements).
+TEST_F(Gpu, ChunkedKE4m3BitwiseAcrossSchedulesAndSplits)
+{
+    const int m = 300, n = 2048 + 24, k = quick() ? 2048 : 4096;
+    mkg_case c;
+    ASSERT_EQ(mkg_case_init(&c, m, n, k, MKG_DTYPE_E4M3, MKG_DTYPE_BF16, seed_ + 77), MKG_OK);
+    ASSERT_EQ(mkg_case_set_kc(&c, 512), MKG_OK);
+    double worst = 0.0;
+    std::vector<int> differ;
+    check_all_schedules(&c, &worst, &differ);
+    for (int s : differ)
+        ADD_FAILURE() << shape_str(m, n, k) << " e4m3 kc=512: " << sched_name(s) << " differs bitwise";
+    std::printf("[ chunked  ] e4m3 %s kc=512: worst max_rel_err %.3g, %zu schedules differ\n",
+                shape_str(m, n, k).c_str(), worst, differ.size());
+    mkg_case_free(&c);
 }
 
 // Programmatic dependent launch: a GEMM that consumes the previous GEMM's output and is

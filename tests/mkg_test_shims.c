@@ -38,8 +38,9 @@ mkg_status mkg_case_init(mkg_case *c, int m, int n, int k, mkg_dtype in, mkg_dty
     c->in = in;
     c->out = out;
     const long long isz = (long long)mkg_dtype_size(in), osz = (long long)mkg_dtype_size(out);
-    c->lda = k + 8;
-    c->ldb = k + 8;
+    /* K pads of 16 bytes or more (8 elements; 16 for 1-byte e4m3) past K in every row. */
+    c->lda = k + (in == MKG_DTYPE_E4M3 ? 16 : 8);
+    c->ldb = c->lda;
     c->ldc = mkg_round_up((long long)n, 16 / osz) + 16 / osz;
     c->c_rows = m + 3;
     const size_t a_bytes = (size_t)(m * c->lda * isz), b_bytes = (size_t)(n * c->ldb * isz);
@@ -49,7 +50,7 @@ mkg_status mkg_case_init(mkg_case *c, int m, int n, int k, mkg_dtype in, mkg_dty
         mkg_case_free(c);
         return MKG_ERR_OUT_OF_MEMORY;
     }
-    /* 0xFF.. is NaN in bf16 and fp16: the K pads poison any read past K. */
+    /* 0xFF.. is NaN in bf16, fp16 and e4m3: the K pads poison any read past K. */
     if (cudaMemset(c->a, 0xFF, a_bytes) != cudaSuccess || cudaMemset(c->b, 0xFF, b_bytes) != cudaSuccess ||
         mkg_fill_random(c->a, in, m, k, c->lda, seed, 1.0f, 0) != cudaSuccess ||
         mkg_fill_random(c->b, in, n, k, c->ldb, seed ^ 0x5bd1e995ull, 1.0f, 0) != cudaSuccess ||
@@ -104,6 +105,9 @@ mkg_status mkg_case_reference(mkg_case *c)
     if (!c->ref && cudaMalloc((void **)&c->ref, (size_t)c->m * (size_t)c->n * sizeof(double)) != cudaSuccess)
         return MKG_ERR_OUT_OF_MEMORY;
     if (mkg_ref_gemm_gpu(c->a, c->b, c->in, c->m, c->n, c->k, c->lda, c->ldb, c->ref, c->n, 0) != cudaSuccess ||
+        (c->in == MKG_DTYPE_E4M3 &&
+         mkg_scale_ref_gpu(c->ref, c->n, c->m, c->n, (double)MKG_SHIM_FP8_A_SCALE * MKG_SHIM_FP8_B_SCALE, 0) !=
+             cudaSuccess) ||
         cudaDeviceSynchronize() != cudaSuccess)
         return MKG_ERR_CUDA;
     return MKG_OK;
@@ -135,6 +139,8 @@ mkg_gemm_desc mkg_case_desc(const mkg_case *c, int m)
     d.kc = c->kc;
     d.workspace = c->ws;
     d.workspace_bytes = c->ws_bytes;
+    d.a_scale = MKG_SHIM_FP8_A_SCALE;          /* read for e4m3 inputs only */
+    d.b_scale = MKG_SHIM_FP8_B_SCALE;
     return d;
 }
 
