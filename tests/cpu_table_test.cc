@@ -228,6 +228,12 @@ TEST(Layers, EveryBadLayerIsNamedWithItsIndex)
              l->ldc = l->n;
          },
          MKG_ERR_BAD_IN_DTYPE},
+        {"e4m3 (fp8) layer: no dispatch kernel",
+         [](mkg_layer_desc *l) {
+             l->in_type = MKG_DTYPE_E4M3;
+             l->c_type = MKG_DTYPE_BF16;
+         },
+         MKG_ERR_BAD_IN_DTYPE},
     };
     for (const Case &c : cases) {
         std::vector<mkg_layer_desc> ls = layers();
