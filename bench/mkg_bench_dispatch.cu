@@ -18,7 +18,7 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
     extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
     const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
     if (threadIdx.x == 0) {
-        mkg_dispatch_prefetch_maps(rows, count, layer);
+        mkg_dispatch_prefetch_maps(rows, count, layer, m_cur);
         mkg_smem_init(&sm);
     }
     __syncthreads();

@@ -85,13 +85,23 @@ static __device__ __forceinline__ int mkg_dispatch_pick(const mkg_layer_dev *row
 static __device__ __forceinline__ int mkg_dispatch_units(const mkg_gemm_params *p, int s, int m);
 
 // One thread, first thing in the kernel: asks the TMA unit to fetch every tensor map of
-// `layer` (A, B and C in all box classes) while the pick's dependent loads (M, bucket,
-// schedule) are still in flight. The address needs no load; a layer out of range is skipped
+// `layer` (A, B and C in all box classes), and this SM's L1 to fetch the row's fields past
+// the maps (the params' scalars, M range, schedules) and, given m_cur, the layer's current M.
+// The pick then reads M, the bucket's schedule and the params one after another; without
+// the prefetch each of those dependent loads is a DRAM round trip when the table has left
+// the L2 (v15 in bench/NOTES.md). No address needs a load; a layer out of range is skipped
 // (mkg_dispatch_pick reports it).
-static __device__ __forceinline__ void mkg_dispatch_prefetch_maps(const mkg_layer_dev *rows, int count, int layer)
+static __device__ __forceinline__ void mkg_dispatch_prefetch_maps(const mkg_layer_dev *rows, int count, int layer,
+                                                                  const int *m_cur = nullptr)
 {
     if (layer < 0 || layer >= count)
         return;
+    const char *row = (const char *)(rows + layer);
+    for (size_t off = offsetof(mkg_layer_dev, params) + offsetof(mkg_gemm_params, c) / 128 * 128;
+         off < sizeof(mkg_layer_dev); off += 128)
+        mkg_prefetch_l1(row + off);
+    if (m_cur)
+        mkg_prefetch_l1(m_cur + layer);
     const mkg_gemm_params *p = &rows[layer].params;
 #pragma unroll
     for (int c = 0; c < MKG_BOX_CLASSES; ++c) {

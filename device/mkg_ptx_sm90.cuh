@@ -159,6 +159,12 @@ static __device__ __forceinline__ void mkg_prefetch_tensormap(const CUtensorMap 
     asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)map) : "memory");
 }
 
+// Brings the line holding p into this SM's L1 (no register result, no wait).
+static __device__ __forceinline__ void mkg_prefetch_l1(const void *p)
+{
+    asm volatile("prefetch.global.L1 [%0];" ::"l"((uint64_t)p));
+}
+
 // ---- wgmma control (PTX ISA 9.7.15.5-9.7.15.7) --------------------------------
 
 static __device__ __forceinline__ void mkg_wgmma_fence(void)
