@@ -97,9 +97,11 @@ static __device__ __forceinline__ void mkg_dispatch_prefetch_maps(const mkg_laye
     if (layer < 0 || layer >= count)
         return;
     const char *row = (const char *)(rows + layer);
+    // NOTE: rows are 64-byte aligned, so the span can reach one line past the last step.
     for (size_t off = offsetof(mkg_layer_dev, params) + offsetof(mkg_gemm_params, c) / 128 * 128;
          off < sizeof(mkg_layer_dev); off += 128)
         mkg_prefetch_l1(row + off);
+    mkg_prefetch_l1(row + sizeof(mkg_layer_dev) - 1);
     if (m_cur)
         mkg_prefetch_l1(m_cur + layer);
     const mkg_gemm_params *p = &rows[layer].params;
