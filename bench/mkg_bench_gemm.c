@@ -70,7 +70,7 @@ static void mkg_bench_usage(FILE *f)
             "  --kc-policy P   each layer's canonical K chunk (invariant mode, from N and K only): one\n"
             "                  (default, mkg_plan_kc: KC = K) or decode (mkg_plan_kc_decode: chunks that\n"
             "                  give decode split-K enough work units); recorded as kc_policy in the JSON\n"
-            "  --kc-min N      decode policy: smallest chunk, a multiple of 64 (default MKG_PLAN_MIN_KC)\n"
+            "  --kc-min N      decode policy: smallest chunk, a multiple of 128 (default MKG_PLAN_MIN_KC)\n"
             "  --autotune-out FILE\n"
             "                  after the runs, write a table file: per (layer, M bucket) the fastest\n"
             "                  measured schedule, the cost model where nothing was measured\n"
@@ -144,8 +144,8 @@ static void mkg_bench_parse_args(int argc, char **argv, mkg_bench_args *a)
         }
         else if (strcmp(flag, "--kc-min") == 0) {
             a->kc_min = mkg_bench_int_arg(flag, value);
-            if (a->kc_min % 64 != 0) {
-                fprintf(stderr, "mkg_bench_gemm: --kc-min must be a positive multiple of 64\n");
+            if (a->kc_min % 128 != 0) {
+                fprintf(stderr, "mkg_bench_gemm: --kc-min must be a positive multiple of 128\n");
                 exit(1);
             }
         }

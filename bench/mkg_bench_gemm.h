@@ -55,9 +55,8 @@ typedef struct mkg_bench_cfg {
 #define MKG_BENCH_KC_ONE    0
 #define MKG_BENCH_KC_DECODE 1
 
-/* The canonical K chunk of an N x K layer under cfg->kc_policy (from N and K alone), a whole
- * number of 128-byte stage rows of dtype dt (128 elements for e4m3). */
-int mkg_bench_layer_kc(const mkg_bench_cfg *cfg, int n, int k, mkg_dtype dt);
+/* The canonical K chunk of an N x K layer under cfg->kc_policy (from N and K alone). */
+int mkg_bench_layer_kc(const mkg_bench_cfg *cfg, int n, int k);
 
 /* Measures cfg->copy_gbps (the weight-streaming yardstick of the decode rows). */
 void mkg_bench_measure_copy(mkg_bench_cfg *cfg);

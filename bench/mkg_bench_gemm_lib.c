@@ -94,14 +94,11 @@ void mkg_bench_init(mkg_bench_cfg *cfg, int replays)
         printf("note: built without the dispatch kernel (MKG_BENCH_DISPATCH=OFF): \"dispatched\" is the oracle\n");
 }
 
-int mkg_bench_layer_kc(const mkg_bench_cfg *cfg, int n, int k, mkg_dtype dt)
+int mkg_bench_layer_kc(const mkg_bench_cfg *cfg, int n, int k)
 {
     if (cfg->kc_policy != MKG_BENCH_KC_DECODE)
         return mkg_plan_kc(n, k, cfg->sms);
-    int kc = mkg_plan_kc_decode_min(n, k, cfg->sms, cfg->kc_min > 0 ? cfg->kc_min : MKG_PLAN_MIN_KC);
-    if (dt == MKG_DTYPE_E4M3 && kc < k)
-        kc = (kc + 127) / 128 * 128;                 /* e4m3 stages are 128 elements deep */
-    return kc < k ? kc : k;
+    return mkg_plan_kc_decode_min(n, k, cfg->sms, cfg->kc_min > 0 ? cfg->kc_min : MKG_PLAN_MIN_KC);
 }
 
 void mkg_bench_measure_copy(mkg_bench_cfg *cfg)
@@ -401,7 +398,7 @@ static void mkg_bench_problem_create(const mkg_bench_cfg *cfg, mkg_bench_problem
     p->n = n;
     p->k = k;
     /* Invariant mode: the planner's chunk for this layer, from N and K alone. */
-    p->kc = mkg_bench_layer_kc(cfg, n, k, dt);
+    p->kc = mkg_bench_layer_kc(cfg, n, k);
     p->dt = dt;
     p->ct = dt == MKG_DTYPE_E4M3 ? MKG_DTYPE_BF16 : dt;
     p->esize = mkg_dtype_size(dt);
@@ -1292,7 +1289,7 @@ int mkg_bench_layers_create(const mkg_bench_cfg *cfg, const mkg_bench_shape *sha
             l->epilogue = MKG_EPI_STORE;
             l->m_max = m_max;
             l->mode = MKG_MODE_INVARIANT;
-            l->kc = mkg_bench_layer_kc(cfg, s->n, s->k, mkg_bench_table_dtypes[d]);
+            l->kc = mkg_bench_layer_kc(cfg, s->n, s->k);
         }
     int bad = -1;
     mkg_status st = mkg_layers_validate(out->layers, out->count, &bad);

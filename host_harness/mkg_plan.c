@@ -25,7 +25,8 @@ int mkg_plan_kc_decode_min(int n, int k, int sms, int min_kc)
      * 5 chunks x 32 tiles = 160 units on 132 SMs, and the 28 units of the second wave
      * streamed alone (M = 1: 44 us, against 40 with one chunk). */
     const int chunks = sms / tiles;
-    int kc = mkg_ceil_div(mkg_ceil_div(k, chunks), 64) * 64;
+    /* A whole number of 128-byte stage rows for every input dtype (128 e4m3 elements). */
+    int kc = mkg_ceil_div(mkg_ceil_div(k, chunks), 128) * 128;
     if (kc < min_kc)
         kc = min_kc;
     return kc >= k ? k : kc;

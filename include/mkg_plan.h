@@ -27,10 +27,11 @@ int mkg_plan_kc(int n, int k, int sms);
 
 /** The decode-parallel chunk for an N x K layer that opts into split-K: K when N / 128
  *  decode tiles cover a quarter of the GPU or K < 2 * MKG_PLAN_MIN_KC, else the smallest
- *  multiple of 64 (>= MKG_PLAN_MIN_KC) that gives decode at most `sms` work units (one wave). */
+ *  multiple of 128 (>= MKG_PLAN_MIN_KC; a whole stage for every input dtype, fp8 included)
+ *  that gives decode at most `sms` work units (one wave). */
 int mkg_plan_kc_decode(int n, int k, int sms);
 
-/** mkg_plan_kc_decode with another smallest chunk (a multiple of 64) in place of
+/** mkg_plan_kc_decode with another smallest chunk (a multiple of 128) in place of
  *  MKG_PLAN_MIN_KC, to measure the trade between decode parallelism and the fold price. */
 int mkg_plan_kc_decode_min(int n, int k, int sms, int min_kc);
 

@@ -106,7 +106,7 @@ TEST(Schedules, BoxClassesRoundTrip)
 
 TEST(Planner, KcDependsOnNAndKOnlyAndIsAValidChunk)
 {
-    // The public LLM layers (N, K): every KC is K or a multiple of 64 of at least
+    // The public LLM layers (N, K): every KC is K or a multiple of 128 of at least
     // MKG_PLAN_MIN_KC; narrow, long layers are chunked, the rest keep one chunk.
     const int layers[][2] = {{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}, {3072, 2048},
                              {2048, 2048}, {16384, 2048}, {2048, 8192}, {768, 768}, {8192, 8192}};
@@ -114,7 +114,8 @@ TEST(Planner, KcDependsOnNAndKOnlyAndIsAValidChunk)
         const int n = l[0], k = l[1];
         EXPECT_EQ(mkg_plan_kc(n, k, 132), k) << "invariant mode keeps one chunk (see mkg_plan.h)";
         const int kc = mkg_plan_kc_decode(n, k, 132);
-        EXPECT_TRUE(kc == k || (kc % 64 == 0 && kc >= MKG_PLAN_MIN_KC && kc < k)) << n << "x" << k << " kc " << kc;
+        // A multiple of 128: a whole 128-byte stage row for every input dtype (128 e4m3 elements).
+        EXPECT_TRUE(kc == k || (kc % 128 == 0 && kc >= MKG_PLAN_MIN_KC && kc < k)) << n << "x" << k << " kc " << kc;
         const int tiles = mkg_ceil_div(n, MKG_PLAN_DECODE_ROWS);
         if (4 * tiles >= 132 || k < 2 * MKG_PLAN_MIN_KC)
             EXPECT_EQ(kc, k) << "wide or short layers keep one chunk";

@@ -414,7 +414,7 @@ int main(int argc, char **argv)
     phase_row rows[sizeof(cases) / sizeof(cases[0])];
     printf("\nshipped kernel phases (us; medians over %d graph-replayed launches, inputs rotated through > L2\n"
            "except _l2 cases; per-CTA phases are medians over CTAs; gap = last exit to next launch's first\n"
-           "entry, inflated by the probe's own end-of-launch atomics; init includes the early first-stage loads)\n",
+           "entry, inflated by the probe's own end-of-launch atomics)\n",
            PROBE_LAUNCHES - 3);
     printf("%-22s %4s %7s %6s %6s %6s %6s %6s %7s %6s %6s %6s\n", "case", "grid", "launch", "gap", "spread",
            "init", "prod", "first", "kloop", "epi", "drain", "total");
