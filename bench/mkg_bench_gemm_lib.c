@@ -86,7 +86,8 @@ void mkg_bench_init(mkg_bench_cfg *cfg, int replays)
     MKG_CUDA_CHECK(cudaStreamCreateWithFlags(&cfg->stream, cudaStreamNonBlocking));
     MKG_BENCH_LT_CHECK(cublasLtCreate(&cfg->lt));
     MKG_CUDA_CHECK(cudaMalloc(&cfg->workspace, MKG_BENCH_WORKSPACE_BYTES));
-    const float scales[2] = {MKG_BENCH_FP8_A_SCALE, MKG_BENCH_FP8_B_SCALE};
+    /* NOTE: each scale on its own 16-byte slot ([0] A, [4] B): cuBLASLt reads them by pointer. */
+    const float scales[8] = {MKG_BENCH_FP8_A_SCALE, 0, 0, 0, MKG_BENCH_FP8_B_SCALE, 0, 0, 0};
     MKG_CUDA_CHECK(cudaMalloc((void **)&cfg->fp8_scales, sizeof scales));
     MKG_CUDA_CHECK(cudaMemcpy(cfg->fp8_scales, scales, sizeof scales, cudaMemcpyHostToDevice));
     MKG_CUDA_CHECK(mkg_bench_dispatch_init());
@@ -269,7 +270,7 @@ static void mkg_bench_lt_plan_create(const mkg_bench_cfg *cfg, mkg_bench_problem
         /* FP8: per-tensor scales by device pointer (cuBLASLt's A is our B), and fast
          * accumulation, which keeps the sum in the tensor cores as our kernels do. */
         const int8_t fast = 1;
-        const float *lt_a_scale = cfg->fp8_scales + 1, *lt_b_scale = cfg->fp8_scales;
+        const float *lt_a_scale = cfg->fp8_scales + 4, *lt_b_scale = cfg->fp8_scales;
         MKG_BENCH_LT_CHECK(cublasLtMatmulDescSetAttribute(lt->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
                                                           &lt_a_scale, sizeof lt_a_scale));
         MKG_BENCH_LT_CHECK(cublasLtMatmulDescSetAttribute(lt->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
@@ -286,10 +287,25 @@ static void mkg_bench_lt_plan_create(const mkg_bench_cfg *cfg, mkg_bench_problem
     MKG_BENCH_LT_CHECK(cublasLtMatmulAlgoGetHeuristic(cfg->lt, lt->desc, lt->mat_a, lt->mat_b, lt->mat_c,
                                                       lt->mat_c, pref, MKG_BENCH_LT_ALGOS, found, &returned));
     MKG_BENCH_LT_CHECK(cublasLtMatmulPreferenceDestroy(pref));
+    /* Keep the candidates that run: the heuristic's state is not the last word (for FP8 some of
+     * its candidates answer CUBLAS_STATUS_NOT_SUPPORTED at launch). Each is tried once on set 0;
+     * a rejected one is named, so a thin field is visible in the log. */
     lt->count = 0;
-    for (int i = 0; i < returned; ++i)
-        if (found[i].state == CUBLAS_STATUS_SUCCESS)
+    for (int i = 0; i < returned; ++i) {
+        if (found[i].state != CUBLAS_STATUS_SUCCESS)
+            continue;
+        const float alpha = 1.0f, beta = 0.0f;
+        const mkg_bench_set *s = &p->sets[0];
+        const cublasStatus_t st =
+            cublasLtMatmul(cfg->lt, lt->desc, &alpha, s->b, lt->mat_a, s->a, lt->mat_b, &beta, s->c, lt->mat_c,
+                           s->c, lt->mat_c, &found[i].algo, cfg->workspace, workspace, cfg->stream);
+        if (st == CUBLAS_STATUS_SUCCESS)
             lt->algos[lt->count++] = found[i];
+        else
+            printf("note: cuBLASLt candidate %d of M=%d N=%d K=%d %s does not run (%s); left out\n", i, p->m, p->n,
+                   p->k, mkg_dtype_name(p->dt), cublasLtGetStatusName(st));
+    }
+    MKG_CUDA_CHECK(cudaStreamSynchronize(cfg->stream));
     if (lt->count == 0) {
         fprintf(stderr, "mkg_bench: cuBLASLt returned no algorithm for M=%d N=%d K=%d %s\n", p->m, p->n, p->k,
                 mkg_dtype_name(p->dt));

@@ -151,7 +151,7 @@ if has ncustall; then
   say "ncu stall reasons ($MKG_NCU_BENCH)"
   for k in "regex:${MKG_NCU_KERNEL:-mkg_gemm_persistent}:${MKG_NCU_SKIP:-3}" "regex:^(sm90_|nvjet|cutlass):2"; do
     timeout 300 ncu --clock-control none --kernel-name-base mangled -k "${k%:*}" --launch-skip "${k##*:}" \
-      --launch-count 1 --metrics "regex:smsp__pcsamp_warps_issue_stalled_.*,gpu__time_duration.sum,launch__grid_size" \
+      --launch-count 1 --metrics "regex:smsp__pcsamp_warps_issue_stalled_.*,gpu__time_duration.sum,launch__grid_size,launch__registers_per_thread,sm__cycles_active.avg,smsp__inst_executed.sum,dram__bytes_read.sum.per_second" \
       "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" ${MKG_NCU_BENCH:-} --dtype bf16 \
       --out /tmp/ncu_bench3.json >>"$out/ncu_stall.txt" 2>&1
     say "ncu stall $k rc=$?"
