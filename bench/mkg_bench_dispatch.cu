@@ -10,53 +10,6 @@
 
 // ---- kernel ------------------------------------------------------------------------------
 
-// One role's unit loop of one schedule, out of line. Inlined into the switch, every schedule's
-// loops and their out-of-line wait paths spread over megabytes of code, and the mainloop's
-// failed waits jumped that far and back (v17 in bench/NOTES.md: with one tile shape compiled
-// in, 8B down at M = 1 ran in 45 us instead of 54; the shipped kernel takes 41). As its own
-// function, a schedule's loops sit next to their wait paths.
-template <int TM, int TN, int TK, int ST, int SWAP>
-static __device__ __noinline__ void mkg_bench_produce_units(const mkg_gemm_params *p, int m, int units, int raster,
-                                                           int group, int split, mkg_smem sm)
-{
-    mkg_ring r = mkg_ring_start();
-    for (int u = blockIdx.x; u < units; u += gridDim.x)
-        mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP>(p, m, u, raster, group, split, &r, &sm, 0);
-}
-
-template <int DT, int TM, int TN, int TK, int ST, int SWAP>
-static __device__ __noinline__ void mkg_bench_consume_units(const mkg_gemm_params *p, int m, int units, int raster,
-                                                           int group, int split, mkg_smem sm, int wg)
-{
-    mkg_ring r = mkg_ring_start();
-    for (int u = blockIdx.x; u < units; u += gridDim.x) {
-        float d[mkg_shape<TM, TN, TK, ST, SWAP>::WN / 2], tot[1];
-        mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, true>(p, m, u, 0, raster, group, split, &r, &sm, wg, d,
-                                                              tot);
-    }
-    mkg_epilogue_drain();
-}
-
-template <int DT>
-static __device__ __forceinline__ void mkg_bench_run_role(const mkg_gemm_params *p, int s, int m, int units,
-                                                          const mkg_smem &sm, int producer, int wg)
-{
-    switch (s) {
-#define MKG_X_ROLE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                  \
-    case MKG_SCHED_##name:                                                                             \
-        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st)) {                                          \
-            if (producer)                                                                              \
-                mkg_bench_produce_units<tm, tn, tk, st, swap>(p, m, units, raster, group, split, sm);  \
-            else                                                                                       \
-                mkg_bench_consume_units<DT, tm, tn, tk, st, swap>(p, m, units, raster, group, split, sm, wg); \
-        }                                                                                              \
-        break;
-        MKG_SCHEDULE_LIST(MKG_X_ROLE)
-#undef MKG_X_ROLE
-    default: break;
-    }
-}
-
 template <int DT>
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
 mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, const int *__restrict__ m_cur,
@@ -70,23 +23,23 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
     }
     __syncthreads();
 
-    int m = 0;
+    mkg_ring ring = mkg_ring_start();
+    const mkg_gemm_params *p = NULL;
+    int m = 0, units = 0;
     if (threadIdx.x < 128) {
         mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
         if (threadIdx.x == 0) {
-            const int s = mkg_dispatch_pick<DT>(rows, count, m_cur, layer, err, &m);
-            if (s >= 0)
-                mkg_bench_run_role<DT>(&rows[layer].params, s, m, mkg_dispatch_units(&rows[layer].params, s, m), sm,
-                                       1, 0);
+            const int s = mkg_dispatch_begin<DT>(rows, count, m_cur, layer, err, &ring, &sm, 1, &p, &m, &units);
+            for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
+                mkg_dispatch_produce(p, s, m, u, &ring, &sm);
         }
     } else {
         mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
-        const int s = mkg_dispatch_pick<DT>(rows, count, m_cur, layer, err, &m);
-        if (s >= 0)
-            mkg_bench_run_role<DT>(&rows[layer].params, s, m, mkg_dispatch_units(&rows[layer].params, s, m), sm, 0,
-                                   threadIdx.x / 128 - 1);
-        else
-            mkg_epilogue_drain();
+        const int wg = threadIdx.x / 128 - 1;
+        const int s = mkg_dispatch_begin<DT>(rows, count, m_cur, layer, err, &ring, &sm, 0, &p, &m, &units);
+        for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
+            mkg_dispatch_consume<DT>(p, s, m, u, &ring, &sm, wg);
+        mkg_epilogue_drain();
     }
 }
 
