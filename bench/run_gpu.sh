@@ -46,7 +46,9 @@ if has build; then
     timeout 600 cmake --build "$build" -j 16 ${MKG_BUILD_TARGETS:+--target $MKG_BUILD_TARGETS} >>"$out/build.txt" 2>&1
   rc=$?; say "build rc=$rc"; tail -3 "$out/build.txt" | tee -a "$log"
   [ $rc -eq 0 ] || exit 1
-  grep -h -E "registers|spill|C75" "$build"/ptxas/*.log | sort | uniq -c | tee -a "$log"
+  grep -h -E "registers|spill|C75" "$build"/ptxas/*.log 2>/dev/null | sort | uniq -c | tee -a "$log"
+  # C75xx (wgmma serialized) is an "info" line: look for it in every compile of this build too.
+  grep -h -o "(C75[0-9]*)[^']*'[^']*'" "$out/build.txt" | sort | uniq -c | tee -a "$log"
 fi
 
 if has sass; then
