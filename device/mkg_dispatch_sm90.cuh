@@ -59,61 +59,6 @@ static __device__ __forceinline__ int mkg_dispatch_runs(int s)
     }
 }
 
-// Rows that differ only in raster, group or split run the same code with those three as
-// runtime values: each switch below compiles one body per tile class (TM, TN, TK, ST, SWAP),
-// under the first dispatcher row of the class, and maps every row to it. 25 dispatcher rows
-// are 15 classes, so the switches hold 40% less code: the size of the switch is what slows
-// a dispatched launch (v18 in bench/NOTES.md).
-struct mkg_dispatch_key {
-    int tm, tn, tk, st, swap, runs;
-};
-static constexpr mkg_dispatch_key mkg_dispatch_keys[] = {
-#define MKG_X_KEY(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) \
-    {tm, tn, tk, st, swap, mkg_dispatch_row(cl, pp, tm, tn, st) ? 1 : 0},
-    MKG_SCHEDULE_LIST(MKG_X_KEY)
-#undef MKG_X_KEY
-};
-
-// The row whose body runs schedule s: the first dispatcher row of s's tile class.
-static constexpr int mkg_dispatch_rep(int s)
-{
-    for (int i = 0; i < s; ++i) {
-        const mkg_dispatch_key a = mkg_dispatch_keys[i], b = mkg_dispatch_keys[s];
-        if (a.runs && b.runs && a.tm == b.tm && a.tn == b.tn && a.tk == b.tk && a.st == b.st && a.swap == b.swap)
-            return i;
-    }
-    return s;
-}
-
-// Runtime view of a row: its class representative and its raster, group and split.
-typedef struct mkg_dispatch_rowinfo {
-    int rep, order, band, splits; /* class row; raster, group and split of the row */
-} mkg_dispatch_rowinfo;
-
-static __device__ __forceinline__ mkg_dispatch_rowinfo mkg_dispatch_info(int s)
-{
-    mkg_dispatch_rowinfo i = {-1, 0, 1, 1};
-    switch (s) {
-#define MKG_X_INFO(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                               \
-    case MKG_SCHED_##name: {                                                                        \
-        constexpr int rep = mkg_dispatch_rep(MKG_SCHED_##name);                                     \
-        const mkg_dispatch_rowinfo row = {rep, raster, group, split};                               \
-        i = row;                                                                                    \
-        break;                                                                                      \
-    }
-        MKG_SCHEDULE_LIST(MKG_X_INFO)
-#undef MKG_X_INFO
-    default: break;
-    }
-    return i;
-}
-
-// A body is compiled under row `id` only if the dispatcher runs it and it represents its class.
-static constexpr bool mkg_dispatch_body(int id, int cl, int pp, int tm, int tn, int st)
-{
-    return mkg_dispatch_row(cl, pp, tm, tn, st) && mkg_dispatch_rep(id) == id;
-}
-
 // Schedule of `layer` at its current M (stored in *m), or -1 after recording why not.
 // CHUNKS = 0: the caller runs one-chunk layers (mkg_dispatch_consume); CHUNKS = 1: it
 // steps through chunks (mkg_dispatch_consume_step) and runs chunk-capable rows only.
@@ -214,16 +159,14 @@ template <int DEPS = 0>
 static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_params *p, int s, int m, int unit,
                                                             mkg_ring *r, const mkg_smem *sm)
 {
-    const mkg_dispatch_rowinfo ri = mkg_dispatch_info(s);
     int pre = 0;
     if (DEPS && p->deps.wait) {
         int row0 = 0, row1 = 0;
-        switch (ri.rep) {
-#define MKG_X_B_FIRST(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                \
-    case MKG_SCHED_##name:                                                                              \
-        if constexpr (mkg_dispatch_body(MKG_SCHED_##name, cl, pp, tm, tn, st))                          \
-            pre = mkg_gemm_produce_b_first<tm, tn, tk, st, swap>(p, m, unit, ri.order, ri.band, ri.splits, r, sm, \
-                                                                 &row0, &row1);                         \
+        switch (s) {
+#define MKG_X_B_FIRST(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                         \
+    case MKG_SCHED_##name:                                                                                       \
+        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st))                                                                  \
+            pre = mkg_gemm_produce_b_first<tm, tn, tk, st, swap>(p, m, unit, raster, group, split, r, sm, &row0, &row1); \
         break;
             MKG_SCHEDULE_LIST(MKG_X_B_FIRST)
 #undef MKG_X_B_FIRST
@@ -231,11 +174,11 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
         }
         mkg_gemm_wait_a_rows(p, m, row0, row1);
     }
-    switch (ri.rep) {
-#define MKG_X_PRODUCE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                \
-    case MKG_SCHED_##name:                                                                              \
-        if constexpr (mkg_dispatch_body(MKG_SCHED_##name, cl, pp, tm, tn, st))                          \
-            mkg_gemm_produce_rest<tm, tn, tk, st, swap>(p, m, unit, ri.order, ri.band, ri.splits, r, sm, pre); \
+    switch (s) {
+#define MKG_X_PRODUCE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                        \
+    case MKG_SCHED_##name:                                                                      \
+        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st))                                                 \
+            mkg_gemm_produce_rest<tm, tn, tk, st, swap>(p, m, unit, raster, group, split, r, sm, pre); \
         break;
         MKG_SCHEDULE_LIST(MKG_X_PRODUCE)
 #undef MKG_X_PRODUCE
@@ -248,15 +191,14 @@ template <int DT>
 static __device__ __forceinline__ void mkg_dispatch_consume(const mkg_gemm_params *p, int s, int m, int unit,
                                                             mkg_ring *r, const mkg_smem *sm, int wg)
 {
-    const mkg_dispatch_rowinfo ri = mkg_dispatch_info(s);
-    switch (ri.rep) {
-#define MKG_X_CONSUME(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                \
-    case MKG_SCHED_##name:                                                                              \
-        if constexpr (mkg_dispatch_body(MKG_SCHED_##name, cl, pp, tm, tn, st)) {                        \
-            float d[mkg_shape<tm, tn, tk, st, swap>::WN / 2], tot[1];                                  \
-            mkg_gemm_consume_step<DT, tm, tn, tk, st, swap, true>(p, m, unit, 0, ri.order, ri.band, ri.splits, r, \
-                                                                  sm, wg, d, tot);                      \
-        }                                                                                               \
+    switch (s) {
+#define MKG_X_CONSUME(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                    \
+    case MKG_SCHED_##name:                                                                                  \
+        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st)) {                                                           \
+            float d[mkg_shape<tm, tn, tk, st, swap>::WN / 2], tot[1];                                      \
+            mkg_gemm_consume_step<DT, tm, tn, tk, st, swap, true>(p, m, unit, 0, raster, group, split, r, sm, \
+                                                                  wg, d, tot);                              \
+        }                                                                                                   \
         break;
         MKG_SCHEDULE_LIST(MKG_X_CONSUME)
 #undef MKG_X_CONSUME
@@ -272,14 +214,12 @@ static __device__ __forceinline__ void mkg_dispatch_consume_step(const mkg_gemm_
                                                                  int c, mkg_ring *r, const mkg_smem *sm, int wg,
                                                                  float *d, float *tot)
 {
-    const mkg_dispatch_rowinfo ri = mkg_dispatch_info(s);
-    switch (ri.rep) {
-#define MKG_X_STEP(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                   \
-    case MKG_SCHED_##name:                                                                              \
-        if constexpr (mkg_shape<tm, tn, tk, st, swap>::CHUNKED &&                                       \
-                      mkg_dispatch_body(MKG_SCHED_##name, cl, pp, tm, tn, st))                          \
-            mkg_gemm_consume_step<DT, tm, tn, tk, st, swap, false>(p, m, unit, c, ri.order, ri.band, ri.splits, r, \
-                                                                   sm, wg, d, tot);                     \
+    switch (s) {
+#define MKG_X_STEP(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                            \
+    case MKG_SCHED_##name:                                                                                       \
+        if constexpr (mkg_shape<tm, tn, tk, st, swap>::CHUNKED && mkg_dispatch_row(cl, pp, tm, tn, st))                      \
+            mkg_gemm_consume_step<DT, tm, tn, tk, st, swap, false>(p, m, unit, c, raster, group, split, r, sm, wg, \
+                                                                   d, tot);                                      \
         break;
         MKG_SCHEDULE_LIST(MKG_X_STEP)
 #undef MKG_X_STEP
