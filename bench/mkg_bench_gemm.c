@@ -37,6 +37,7 @@ typedef struct mkg_bench_args {
     int dispatch_grid_units;
     int kc_policy;              /* MKG_BENCH_KC_ONE or MKG_BENCH_KC_DECODE */
     int kc_min;                 /* --kc-min (0: MKG_PLAN_MIN_KC) */
+    int block_scales;           /* --block-scales 0|1 */
 } mkg_bench_args;
 
 static void mkg_bench_usage(FILE *f)
@@ -45,7 +46,7 @@ static void mkg_bench_usage(FILE *f)
             "usage: mkg_bench_gemm --out PATH [--shapes FILE] [--dtype bf16|fp16|all] [--commit STR]\n"
             "                      [--replays N] [--only NAME[,NAME..]] [--max-m N] [--min-m N]\n"
             "                      [--table FILE] [--autotune-out FILE] [--pdl 0|1] [--sustain MS]\n"
-            "                      [--dispatch-grid sms|units] [--kc-policy one|decode]\n"
+            "                      [--dispatch-grid sms|units] [--kc-policy one|decode] [--block-scales 0|1]\n"
             "  --out PATH      results JSON to write (required)\n"
             "  --shapes FILE   shapes CSV `name,N,K,M values` (default %s)\n"
             "  --dtype D       input and output dtype: bf16, fp16, tf32 (fp32 operands and C, tf32\n"
@@ -71,6 +72,9 @@ static void mkg_bench_usage(FILE *f)
             "                  (default, mkg_plan_kc: KC = K) or decode (mkg_plan_kc_decode: chunks that\n"
             "                  give decode split-K enough work units); recorded as kc_policy in the JSON\n"
             "  --kc-min N      decode policy: smallest chunk, a multiple of 128 (default MKG_PLAN_MIN_KC)\n"
+            "  --block-scales 0|1  e4m3 only: 1 x 128 activation and 128 x 128 weight block scales\n"
+            "                  (log-uniform in [1/2, 2)), kc = 128, the chunk-capable schedules; cuBLASLt\n"
+            "                  stays per-tensor FP8 (its error column then measures a different GEMM)\n"
             "  --autotune-out FILE\n"
             "                  after the runs, write a table file: per (layer, M bucket) the fastest\n"
             "                  measured schedule, the cost model where nothing was measured\n"
@@ -149,6 +153,8 @@ static void mkg_bench_parse_args(int argc, char **argv, mkg_bench_args *a)
                 exit(1);
             }
         }
+        else if (strcmp(flag, "--block-scales") == 0)
+            a->block_scales = mkg_bench_int_arg(flag, value) != 0;
         else if (strcmp(flag, "--kc-policy") == 0) {
             if (strcmp(value, "one") != 0 && strcmp(value, "decode") != 0) {
                 fprintf(stderr, "mkg_bench_gemm: --kc-policy takes one or decode, not %s\n", value);
@@ -280,6 +286,7 @@ int main(int argc, char **argv)
     cfg.dispatch_grid_units = args.dispatch_grid_units;
     cfg.kc_policy = args.kc_policy;
     cfg.kc_min = args.kc_min;
+    cfg.block_scales = args.block_scales;
     mkg_bench_measure_copy(&cfg);
     if ((args.table || args.autotune_out) && mkg_bench_layers_create(&cfg, shapes, nshapes, &layers) != 0)
         return 1;

@@ -48,6 +48,8 @@ typedef struct mkg_bench_cfg {
     int kc_policy;              /* each layer's canonical K chunk: MKG_BENCH_KC_ONE (mkg_plan_kc, the
                                    library default) or MKG_BENCH_KC_DECODE (mkg_plan_kc_decode) */
     int kc_min;                 /* decode policy: smallest chunk (MKG_PLAN_MIN_KC unless --kc-min) */
+    int block_scales;           /* e4m3 rows: 1 x 128 activation and 128 x 128 weight block scales
+                                   (kc = 128, chunk-capable schedules); cuBLASLt stays per-tensor FP8 */
     double copy_gbps;           /* device-to-device cudaMemcpy, (read + written) bytes / s / 1e9,
                                    best of several 256 MB copies (mkg_bench_measure_copy) */
 } mkg_bench_cfg;

@@ -164,6 +164,7 @@ typedef struct mkg_bench_problem {
     size_t a_bytes, b_bytes, c_bytes;
     int nsets;
     void *a_all, *b_all, *c_all;        /* nsets slices each, MKG_BENCH_ALIGN-aligned */
+    float *bsa, *bsb;                   /* e4m3 block scales (cfg->block_scales), shared by every set */
     mkg_bench_set *sets;
     mkg_table *table[2];                /* layer i = set i; [0]: cost model, [1]: loaded plan or NULL */
     int dispatch_grid[2];               /* CTAs of the dispatch kernel for table[0] / table[1] */
@@ -211,6 +212,9 @@ static mkg_gemm_desc mkg_bench_desc(const mkg_bench_problem *p, const mkg_bench_
     d.ldc = p->n;
     d.epilogue = MKG_EPI_STORE;
     d.kc = p->kc;
+    d.a_block_scales = p->bsa;                  /* NULL unless --block-scales */
+    d.ld_a_block_scales = p->m;
+    d.b_block_scales = p->bsb;
     return d;
 }
 
@@ -222,6 +226,13 @@ static void mkg_bench_alloc_sets(const mkg_bench_cfg *cfg, mkg_bench_problem *p,
     MKG_CUDA_CHECK(cudaMalloc(&p->a_all, sa * p->nsets));
     MKG_CUDA_CHECK(cudaMalloc(&p->b_all, sb * p->nsets));
     MKG_CUDA_CHECK(cudaMalloc(&p->c_all, sc * p->nsets));
+    if (cfg->block_scales && p->dt == MKG_DTYPE_E4M3) {
+        const long long kb = (p->k + 127) / 128, nb = (p->n + 127) / 128;
+        MKG_CUDA_CHECK(cudaMalloc((void **)&p->bsa, (size_t)(kb * p->m) * sizeof(float)));
+        MKG_CUDA_CHECK(cudaMalloc((void **)&p->bsb, (size_t)(kb * nb) * sizeof(float)));
+        MKG_CUDA_CHECK(mkg_fill_scales(p->bsa, kb * p->m, seed ^ 0xb5ull, 0.5f, 2.0f, cfg->stream));
+        MKG_CUDA_CHECK(mkg_fill_scales(p->bsb, kb * nb, seed ^ 0xb6ull, 0.5f, 2.0f, cfg->stream));
+    }
     p->sets = (mkg_bench_set *)mkg_bench_calloc(p->nsets, sizeof *p->sets);
     for (int i = 0; i < p->nsets; ++i) {
         mkg_bench_set *s = &p->sets[i];
@@ -414,7 +425,7 @@ static void mkg_bench_problem_create(const mkg_bench_cfg *cfg, mkg_bench_problem
     p->n = n;
     p->k = k;
     /* Invariant mode: the planner's chunk for this layer, from N and K alone. */
-    p->kc = mkg_bench_layer_kc(cfg, n, k);
+    p->kc = cfg->block_scales && dt == MKG_DTYPE_E4M3 ? 128 : mkg_bench_layer_kc(cfg, n, k);
     p->dt = dt;
     p->ct = dt == MKG_DTYPE_E4M3 ? MKG_DTYPE_BF16 : dt;
     p->esize = mkg_dtype_size(dt);
@@ -440,6 +451,8 @@ static void mkg_bench_problem_free(mkg_bench_problem *p)
     MKG_CUDA_CHECK(cudaFree(p->c_all));
     MKG_CUDA_CHECK(cudaFree(p->b_all));
     MKG_CUDA_CHECK(cudaFree(p->a_all));
+    MKG_CUDA_CHECK(cudaFree(p->bsa));
+    MKG_CUDA_CHECK(cudaFree(p->bsb));
     free(p->sets);
     memset(p, 0, sizeof *p);
 }
@@ -744,8 +757,13 @@ static void mkg_bench_ref_create(const mkg_bench_cfg *cfg, const mkg_bench_probl
     size_t done = 0;
     for (int b = 0; b < ref->blocks; ++b) {
         const char *a = (const char *)p->sets[0].a + (size_t)ref->row0[b] * p->k * p->esize;
-        MKG_CUDA_CHECK(mkg_ref_gemm_gpu(a, p->sets[0].b, p->dt, ref->rows[b], p->n, p->k, p->k, p->k,
-                                        ref->r + done * p->n, p->n, cfg->stream));
+        if (p->bsa)
+            MKG_CUDA_CHECK(mkg_ref_gemm_block_gpu(a, p->sets[0].b, p->dt, ref->rows[b], p->n, p->k, p->k, p->k,
+                                                  p->bsa + ref->row0[b], p->m, p->bsb, ref->r + done * p->n, p->n,
+                                                  cfg->stream));
+        else
+            MKG_CUDA_CHECK(mkg_ref_gemm_gpu(a, p->sets[0].b, p->dt, ref->rows[b], p->n, p->k, p->k, p->k,
+                                            ref->r + done * p->n, p->n, cfg->stream));
         if (p->dt == MKG_DTYPE_E4M3)
             MKG_CUDA_CHECK(mkg_scale_ref_gpu(ref->r + done * p->n, p->n, ref->rows[b], p->n,
                                              (double)MKG_BENCH_FP8_A_SCALE * MKG_BENCH_FP8_B_SCALE, cfg->stream));
@@ -1541,10 +1559,10 @@ int mkg_bench_write_json(const char *path, const mkg_bench_cfg *cfg, const mkg_b
         fputs("null", f);
     /* dispatch_kernel false: a MKG_BENCH_DISPATCH=OFF build, whose "dispatched" figures are the oracle's. */
     fprintf(f, ",\n  \"l2_bytes\": %d,\n  \"replays\": %d,\n  \"dispatch_kernel\": %s,\n  \"dispatch_grid\": \"%s\","
-               "\n  \"kc_policy\": \"%s\",\n  \"kc_min\": %d,\n  \"copy_gbps\": ",
+               "\n  \"kc_policy\": \"%s\",\n  \"kc_min\": %d,\n  \"block_scales\": %s,\n  \"copy_gbps\": ",
             cfg->l2_bytes, cfg->replays, mkg_bench_dispatch_available() ? "true" : "false",
             cfg->dispatch_grid_units ? "units" : "sms", cfg->kc_policy == MKG_BENCH_KC_DECODE ? "decode" : "one",
-            cfg->kc_min > 0 ? cfg->kc_min : MKG_PLAN_MIN_KC);
+            cfg->kc_min > 0 ? cfg->kc_min : MKG_PLAN_MIN_KC, cfg->block_scales ? "true" : "false");
     mkg_json_number(f, "%.1f", cfg->copy_gbps > 0.0 ? cfg->copy_gbps : NAN);
     fputs(",\n  \"table\": ", f);
     if (meta->table) {

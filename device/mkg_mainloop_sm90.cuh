@@ -53,6 +53,54 @@ static __device__ __forceinline__ void mkg_apply_input_scale(const mkg_gemm_para
     }
 }
 
+// FP8 block scales (mkg_gemm_desc::a_block_scales): chunk c is K block c (kc = 128), and
+// its partial d is scaled before it joins the fold. Element d[4j + 2h + e] is MMA row
+// xr + 8h, column yc + 8j + e (see mkg_epilogue_sm90.cuh); MMA rows are M rows and columns
+// N columns, or the other way round under SWAP. Its factor is sa(row, c) * sb(col / 128, c),
+// rounded once, then d times the factor, rounded once: explicit _rn operations, so no
+// schedule can contract them into the fold's add, and every schedule and split rounds the
+// same values. Rows and columns past M and N read the last valid scale; they are never
+// stored.
+template <int WN, int SWAP>
+static __device__ __forceinline__ void mkg_apply_block_scales(const mkg_gemm_params *p, int m, int x0, int y0, int c,
+                                                              float *d)
+{
+    const int t = threadIdx.x & 127, lane = t & 31;
+    const int xr = x0 + (t >> 5) * 16 + (lane >> 2);
+    const int yc = y0 + 2 * (lane & 3);
+    const int kb = (p->k + 127) / 128;
+    const float *sa = p->a_bscales + (long long)c * p->ld_a_bscales;   // row i: sa[i]
+    const float *sb = p->b_bscales + c;                                 // column block nb: sb[nb * kb]
+    const int rows = SWAP ? p->n : m, cols = SWAP ? m : p->n;
+    float fx[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int x = min(xr + 8 * h, rows - 1);
+        fx[h] = SWAP ? __ldg(sb + (long long)(x >> 7) * kb) : __ldg(sa + x);
+    }
+    // Non-swap columns are N columns: this thread's WN-wide span holds at most two 128-blocks.
+    float fy0 = 0.0f, fy1 = 0.0f;
+    int nb0 = 0;
+    if constexpr (!SWAP) {
+        nb0 = min(y0, cols - 1) >> 7;
+        fy0 = __ldg(sb + (long long)nb0 * kb);
+        fy1 = __ldg(sb + (long long)(min(y0 + WN - 1, cols - 1) >> 7) * kb);
+    }
+#pragma unroll
+    for (int j = 0; j < WN / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int y = min(yc + 8 * j + e, cols - 1);
+            const float fy = SWAP ? __ldg(sa + y) : ((y >> 7) == nb0 ? fy0 : fy1);
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const float f = SWAP ? __fmul_rn(fy, fx[h]) : __fmul_rn(fx[h], fy);   // sa * sb
+                d[4 * j + 2 * h + e] = __fmul_rn(d[4 * j + 2 * h + e], f);
+            }
+        }
+    }
+}
+
 // Compile-time facts of one schedule row, checked against the launch shape.
 template <int TM, int TN, int TK, int ST, int SWAP>
 struct mkg_shape {
@@ -379,6 +427,10 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
         mkg_apply_input_scale<DT, WN / 2>(p, d);
         mkg_epilogue_store<WN, SWAP, EPI_NB>(p, m, d, x0, y0, r, epi, wg);
     } else {
+        if constexpr (DT == MKG_DTYPE_E4M3) {
+            if (p->a_bscales)
+                mkg_apply_block_scales<WN, SWAP>(p, m, x0, y0, c, d);
+        }
         const bool partials = u.splits > 1;
         if (partials)
             mkg_partial_store<WN>(mkg_partial_at<WN>(p, &u, c, wg), d);

@@ -238,7 +238,8 @@ mkg_status mkg_gemm_launch_ex(const mkg_gemm_op *op, int s, int grid, unsigned i
 
     int raster = info->raster, group = info->group, split = info->split;
     void *args[4] = {(void *)op->host, (void *)&raster, (void *)&group, (void *)&split};
-    const void *kernel = mkg_kernel_sm90(d->a_type, s, mkg_chunk_count(d->k, d->kc) > 1);
+    /* NOTE: block scales run the chunked kernel even for one chunk: it scales each chunk. */
+    const void *kernel = mkg_kernel_sm90(d->a_type, s, mkg_chunk_count(d->k, d->kc) > 1 || d->a_block_scales);
     if (!kernel)
         return MKG_ERR_SCHEDULE_INELIGIBLE;
     cudaLaunchConfig_t cfg;

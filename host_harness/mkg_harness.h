@@ -54,6 +54,17 @@ cudaError_t mkg_fill_random(void *dst, mkg_dtype t, long long rows, long long co
 cudaError_t mkg_ref_gemm_gpu(const void *a, const void *b, mkg_dtype in, int m, int n, int k, long long lda,
                              long long ldb, double *r, long long ldr, cudaStream_t stream);
 
+/* The same with fp8 block scales (layouts of mkg_gemm_desc::a_block_scales and b_block_scales):
+ * each operand element is dequantized in FP64 (times its block's scale) before the products. */
+cudaError_t mkg_ref_gemm_block_gpu(const void *a, const void *b, mkg_dtype in, int m, int n, int k, long long lda,
+                                   long long ldb, const float *sa, long long ld_sa, const float *sb, double *r,
+                                   long long ldr, cudaStream_t stream);
+
+/* Fills count floats with values log-uniform in [lo, hi) (lo > 0); element e depends only on
+ * (seed, e). For fp8 block scales. */
+cudaError_t mkg_fill_scales(float *dst, long long count, unsigned long long seed, float lo, float hi,
+                            cudaStream_t stream);
+
 /* R *= alpha over the m x n block (fp8 GEMMs: the per-tensor scale product). */
 cudaError_t mkg_scale_ref_gpu(double *r, long long ldr, int m, int n, double alpha, cudaStream_t stream);
 

@@ -76,9 +76,13 @@ extern "C" cudaError_t mkg_fill_random(void *dst, mkg_dtype t, long long rows, l
 #define MKG_REF_T 32
 #define MKG_REF_KT 16
 
+// bsa / bsb (fp8 block scales, NULL: none): A(i, k) is dequantized as A(i, k) * bsa[(k / 128)
+// * ld_bsa + i] and B(j, k) as B(j, k) * bsb[(j / 128) * ceil(K / 128) + k / 128], in FP64.
 __global__ void mkg_ref_gemm_kernel(const void *a, const void *b, int t, int m, int n, int k, long long lda,
-                                    long long ldb, double *r, long long ldr)
+                                    long long ldb, double *r, long long ldr, const float *bsa, long long ld_bsa,
+                                    const float *bsb)
 {
+    const int kb = (k + 127) / 128;
     __shared__ double sa[MKG_REF_T][MKG_REF_KT + 1];
     __shared__ double sb[MKG_REF_T][MKG_REF_KT + 1];
     const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;        // 256 threads
@@ -90,6 +94,10 @@ __global__ void mkg_ref_gemm_kernel(const void *a, const void *b, int t, int m, 
             const int gk = k0 + kk;
             sa[row][kk] = (i0 + row < m && gk < k) ? (double)mkg_load_dev(a, t, (long long)(i0 + row) * lda + gk) : 0.0;
             sb[row][kk] = (j0 + row < n && gk < k) ? (double)mkg_load_dev(b, t, (long long)(j0 + row) * ldb + gk) : 0.0;
+            if (bsa && i0 + row < m && gk < k)
+                sa[row][kk] *= (double)bsa[(long long)(gk / 128) * ld_bsa + i0 + row];
+            if (bsb && j0 + row < n && gk < k)
+                sb[row][kk] *= (double)bsb[(long long)((j0 + row) / 128) * kb + gk / 128];
         }
         __syncthreads();
         for (int kk = 0; kk < MKG_REF_KT; ++kk) {
@@ -116,7 +124,35 @@ extern "C" cudaError_t mkg_ref_gemm_gpu(const void *a, const void *b, mkg_dtype 
                                         cudaStream_t stream)
 {
     dim3 grid((n + MKG_REF_T - 1) / MKG_REF_T, (m + MKG_REF_T - 1) / MKG_REF_T);
-    mkg_ref_gemm_kernel<<<grid, 256, 0, stream>>>(a, b, (int)in, m, n, k, lda, ldb, r, ldr);
+    mkg_ref_gemm_kernel<<<grid, 256, 0, stream>>>(a, b, (int)in, m, n, k, lda, ldb, r, ldr, NULL, 0, NULL);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t mkg_ref_gemm_block_gpu(const void *a, const void *b, mkg_dtype in, int m, int n, int k,
+                                              long long lda, long long ldb, const float *sa, long long ld_sa,
+                                              const float *sb, double *r, long long ldr, cudaStream_t stream)
+{
+    dim3 grid((n + MKG_REF_T - 1) / MKG_REF_T, (m + MKG_REF_T - 1) / MKG_REF_T);
+    mkg_ref_gemm_kernel<<<grid, 256, 0, stream>>>(a, b, (int)in, m, n, k, lda, ldb, r, ldr, sa, ld_sa, sb);
+    return cudaGetLastError();
+}
+
+__global__ void mkg_fill_scales_kernel(float *dst, long long count, unsigned long long seed, float lo, float hi)
+{
+    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < count;
+         e += (long long)gridDim.x * blockDim.x) {
+        const unsigned long long h = mkg_splitmix64(seed ^ mkg_splitmix64((unsigned long long)e));
+        const float u = (float)(h >> 40) * (1.0f / 16777216.0f);   // [0, 1)
+        dst[e] = lo * powf(hi / lo, u);
+    }
+}
+
+extern "C" cudaError_t mkg_fill_scales(float *dst, long long count, unsigned long long seed, float lo, float hi,
+                                       cudaStream_t stream)
+{
+    if (count <= 0)
+        return cudaSuccess;
+    mkg_fill_scales_kernel<<<256, 256, 0, stream>>>(dst, count, seed, lo, hi);
     return cudaGetLastError();
 }
 

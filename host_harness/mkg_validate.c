@@ -60,6 +60,12 @@ mkg_status mkg_gemm_validate(const mkg_gemm_desc *d)
     if (d->a_type == MKG_DTYPE_E4M3 &&
         (!mkg_scale_ok(d->a_scale) || !mkg_scale_ok(d->b_scale) || !mkg_scale_ok(d->a_scale * d->b_scale)))
         return MKG_ERR_BAD_SCALE;
+    if (d->a_block_scales || d->b_block_scales) {
+        if (d->a_type != MKG_DTYPE_E4M3 || !d->a_block_scales || !d->b_block_scales ||
+            ((uintptr_t)d->a_block_scales & 3u) != 0 || ((uintptr_t)d->b_block_scales & 3u) != 0 ||
+            d->ld_a_block_scales < d->m || d->ld_a_block_scales > MKG_INT_MAX || d->kc != 128)
+            return MKG_ERR_BAD_BLOCK_SCALES;
+    }
 
     const long long in_size = (long long)mkg_dtype_size(d->a_type);
     const long long out_size = (long long)mkg_dtype_size(d->c_type);
@@ -118,8 +124,10 @@ mkg_status mkg_schedule_check(const mkg_gemm_desc *d, int s)
     if (!mkg_is_input_dtype(d->a_type) || info->tile_k * 2 != 128)
         return MKG_ERR_SCHEDULE_INELIGIBLE;
     /* More than one K chunk needs a kernel compiled with the chunk fold (wgmma N <= 128);
-     * so do fused epilogues and megakernel dependencies (see mkg_epilogue_store). */
-    const int needs_chunk_row = mkg_chunk_count(d->k, d->kc) > 1 || d->epilogue != MKG_EPI_STORE || d->deps.done;
+     * so do fused epilogues, megakernel dependencies (see mkg_epilogue_store) and fp8 block
+     * scales (applied to each chunk's partial, even when K is one chunk). */
+    const int needs_chunk_row = mkg_chunk_count(d->k, d->kc) > 1 || d->epilogue != MKG_EPI_STORE || d->deps.done ||
+                                d->a_block_scales;
     if (needs_chunk_row && (mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || info->cluster > 1 || info->pingpong))
         return MKG_ERR_SCHEDULE_INELIGIBLE;
     return MKG_OK;

@@ -71,6 +71,16 @@ typedef struct mkg_gemm_desc {
                                      a_scale * b_scale * (A . B^T)), the product applied once to the FP32
                                      sum after the chunk fold; must be finite and nonzero. Other input
                                      dtypes ignore them. */
+    /** fp8 (e4m3) block scales (both NULL: none). The K block is 128 deep and is the canonical
+     *  chunk, so kc must be 128. C = epilogue(a_scale * b_scale * sum over K blocks kb of
+     *  sa(row, kb) * sb(col / 128, kb) * (A . B^T restricted to block kb)), each block's FP32
+     *  partial scaled once (sa * sb, then the partial times that) before the chunk fold.
+     *  a_block_scales: 1 x 128 activation scales, float [ceil(K / 128)][ld_a_block_scales],
+     *  M contiguous (row i of block kb at kb * ld_a_block_scales + i).
+     *  b_block_scales: 128 x 128 weight scales, float [ceil(N / 128)][ceil(K / 128)], dense. */
+    const float *a_block_scales;
+    long long ld_a_block_scales;
+    const float *b_block_scales;
 } mkg_gemm_desc;
 
 /* TMA store boxes of C: {128 bytes of columns, rows} for rows 8, 16, 32, 64 (box classes 0..3). */
@@ -92,6 +102,9 @@ typedef struct mkg_gemm_params {
     unsigned int *counters;                 /* split-K: arrivals per (tile, consumer), kept at 0 */
     float *partials;                        /* split-K: per (tile, chunk, consumer) FP32 partials */
     float alpha;                            /* fp8 inputs: a_scale * b_scale (1 otherwise) */
+    const float *a_bscales;                 /* fp8 block scales (see mkg_gemm_desc), or NULL */
+    long long ld_a_bscales;
+    const float *b_bscales;
 } mkg_gemm_params;
 
 /** Columns of C: N, or N / 2 under MKG_EPI_SILU_MUL. */

@@ -31,6 +31,19 @@ mkg_gemm_desc valid_desc()
     return d;
 }
 
+// e4m3 with valid block scales (fakes: validation never dereferences them).
+void set_block_scaled(mkg_gemm_desc *d)
+{
+    d->a_type = d->b_type = MKG_DTYPE_E4M3;
+    d->a_scale = d->b_scale = 1.0f;
+    d->k = 512;
+    d->lda = d->ldb = 512;
+    d->kc = 128;
+    d->a_block_scales = reinterpret_cast<const float *>(0x40000);
+    d->ld_a_block_scales = d->m;
+    d->b_block_scales = reinterpret_cast<const float *>(0x50000);
+}
+
 struct BadCase {
     const char *what;
     void (*mutate)(mkg_gemm_desc *);
@@ -99,6 +112,28 @@ const BadCase kBad[] = {
      MKG_ERR_BAD_SCALE},
     {"C e4m3 (fp8 is an input dtype only)", [](mkg_gemm_desc *d) { d->c_type = MKG_DTYPE_E4M3; },
      MKG_ERR_BAD_OUT_DTYPE},
+    {"block scales on bf16 inputs",
+     [](mkg_gemm_desc *d) {
+         set_block_scaled(d);
+         d->a_type = d->b_type = MKG_DTYPE_BF16;
+     },
+     MKG_ERR_BAD_BLOCK_SCALES},
+    {"block scales: only the activation scales", [](mkg_gemm_desc *d) { set_block_scaled(d); d->b_block_scales = nullptr; },
+     MKG_ERR_BAD_BLOCK_SCALES},
+    {"block scales: only the weight scales", [](mkg_gemm_desc *d) { set_block_scaled(d); d->a_block_scales = nullptr; },
+     MKG_ERR_BAD_BLOCK_SCALES},
+    {"block scales: activation scales misaligned",
+     [](mkg_gemm_desc *d) {
+         set_block_scaled(d);
+         d->a_block_scales = reinterpret_cast<const float *>(0x40002);
+     },
+     MKG_ERR_BAD_BLOCK_SCALES},
+    {"block scales: ld_a_block_scales < M", [](mkg_gemm_desc *d) { set_block_scaled(d); d->ld_a_block_scales = d->m - 1; },
+     MKG_ERR_BAD_BLOCK_SCALES},
+    {"block scales: kc 256 (the K block is 128)", [](mkg_gemm_desc *d) { set_block_scaled(d); d->kc = 256; },
+     MKG_ERR_BAD_BLOCK_SCALES},
+    {"block scales: kc 0 (one chunk)", [](mkg_gemm_desc *d) { set_block_scaled(d); d->kc = 0; },
+     MKG_ERR_BAD_BLOCK_SCALES},
 };
 
 }  // namespace
@@ -126,6 +161,10 @@ TEST(Validate, ValidDescriptorPasses)
     d.lda = d.ldb = 528;
     d.kc = 256;                                // two 128-element stages
     EXPECT_EQ(mkg_gemm_validate(&d), MKG_OK);
+    set_block_scaled(&d);                      // FP8 block scales, kc = 128
+    EXPECT_EQ(mkg_gemm_validate(&d), MKG_OK);
+    d.k = d.lda = d.ldb = 64;                  // one K block, shorter than 128
+    EXPECT_EQ(mkg_gemm_validate(&d), MKG_OK);
 }
 
 TEST(Validate, NullDescriptor)
@@ -146,7 +185,7 @@ TEST(Validate, EveryBadInputHasItsOwnStatus)
     }
     // Every validation status above is distinct from the others and from MKG_OK.
     EXPECT_EQ(seen.count(MKG_OK), 0u);
-    EXPECT_EQ(seen.size(), 23u);    // 38 cases, 23 distinct reasons
+    EXPECT_EQ(seen.size(), 24u);    // 24 distinct reasons
 }
 
 TEST(Validate, ApiReturnsValidationStatusBeforeTouchingCuda)
@@ -194,6 +233,16 @@ TEST(Validate, ChunkedKNeedsAChunkCapableSchedule)
     EXPECT_EQ(mkg_gemm_validate(&d), MKG_OK);
     d.kc = 8192;                               // >= K: one chunk
     EXPECT_EQ(mkg_gemm_validate(&d), MKG_OK);
+    set_block_scaled(&d);                      // block scales: chunk-capable rows only, even at one chunk
+    d.k = d.lda = d.ldb = 128;
+    ASSERT_EQ(mkg_gemm_validate(&d), MKG_OK);
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s)
+        EXPECT_EQ(mkg_schedule_check(&d, s),
+                  mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || mkg_schedule_get(s)->cluster > 1 ||
+                          mkg_schedule_get(s)->pingpong
+                      ? MKG_ERR_SCHEDULE_INELIGIBLE
+                      : MKG_OK)
+            << mkg_schedule_get(s)->name << " with block scales";
 }
 
 TEST(Validate, LaunchRejectsNullOpAndBadGrid)

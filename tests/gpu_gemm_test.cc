@@ -418,6 +418,80 @@ TEST_F(Gpu, ChunkedKE4m3BitwiseAcrossSchedulesAndSplits)
     mkg_case_free(&c);
 }
 
+// FP8 block scales (1 x 128 activations, 128 x 128 weights; kc = 128, the block): every
+// schedule that runs them (chunk-capable rows) against the FP64 reference on dequantized
+// operands, bitwise equal to each other and across split counts (the sk rows), M prefixes
+// equal to the full run's rows, no writes outside M x N, and no read of the NaN pad past M in
+// the activation scales. Scales: log-uniform in [1/8, 8); then every scale 2^-60 (a tiny factor,
+// 2^-120, still a normal float); then the weight scales 0 (C must be exactly 0).
+// Bound: as for per-tensor e4m3, u(out) + 2^-13 K / 32, relative to max |R| (the scales change
+// the magnitudes, so no sqrt(K) floor).
+TEST_F(Gpu, BlockScaledE4m3AcrossSchedulesSplitsAndPrefixes)
+{
+    struct Shape {
+        int m, n, k;
+        float lo, hi;
+    };
+    const Shape shapes[] = {{300, 520, 1040, 0.125f, 8.0f}, {77, 200, 384, 0.125f, 8.0f},
+                            {1, 136, 256, 0.125f, 8.0f},    {129, 264, 128, 0.125f, 8.0f},
+                            {65, 130, 640, 0x1p-60f, 0x1p-60f}};
+    int checked = 0;
+    for (const Shape &sh : shapes) {
+        for (mkg_dtype out : {MKG_DTYPE_BF16, MKG_DTYPE_FP32}) {
+            mkg_case c;
+            ASSERT_EQ(mkg_case_init(&c, sh.m, sh.n, sh.k, MKG_DTYPE_E4M3, out, seed_ + 91 + (unsigned)sh.k), MKG_OK);
+            ASSERT_EQ(mkg_case_set_block_scales(&c, seed_ + 13 * (unsigned)sh.n, sh.lo, sh.hi), MKG_OK);
+            ASSERT_EQ(mkg_case_reference(&c), MKG_OK);
+            const Bound ub = bound_for(out);
+            const double bound = ub.max_rel + std::ldexp(1.0, -13) * std::ceil(sh.k / 32.0);
+            const std::string what = shape_str(sh.m, sh.n, sh.k) + (out == MKG_DTYPE_BF16 ? " ->bf16" : " ->fp32");
+            int first = -1;
+            double worst = 0.0;
+            for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+                const mkg_gemm_desc d = mkg_case_desc(&c, sh.m);
+                if (mkg_schedule_check(&d, s) != MKG_OK)
+                    continue;                 // rows that cannot fold chunks (wgmma N > 128, cluster, ping-pong)
+                ASSERT_EQ(mkg_case_run(&c, s, 0, sh.m), MKG_OK) << what << " " << sched_name(s);
+                mkg_err_stats e;
+                ASSERT_EQ(mkg_case_errors(&c, sh.m, &e), MKG_OK);
+                EXPECT_EQ(e.nonfinite, 0) << what << " " << sched_name(s);
+                EXPECT_LE(e.max_rel_err, bound) << what << " " << sched_name(s);
+                EXPECT_EQ(mkg_case_outside_writes(&c, sh.m), 0) << what << " " << sched_name(s);
+                worst = std::max(worst, e.max_rel_err);
+                if (first < 0) {
+                    first = s;
+                    ASSERT_EQ(mkg_case_keep(&c), MKG_OK);
+                } else {
+                    EXPECT_EQ(mkg_case_mismatch_vs_keep(&c, sh.m), 0)
+                        << what << " " << sched_name(s) << " differs bitwise from " << sched_name(first);
+                }
+                ++checked;
+            }
+            ASSERT_GE(first, 0) << what << ": no schedule runs block scales";
+            // M prefixes: the first rows of a smaller run equal the full run's.
+            for (int mp : {1, 7, 64}) {
+                if (mp >= sh.m)
+                    continue;
+                ASSERT_EQ(mkg_case_run(&c, first, 0, mp), MKG_OK);
+                EXPECT_EQ(mkg_case_mismatch_vs_keep(&c, mp), 0) << what << " M prefix " << mp;
+            }
+            std::printf("[ blockfp8 ] %s scales [%g, %g): worst max_rel_err %.3g (bound %.3g)\n", what.c_str(),
+                        (double)sh.lo, (double)sh.hi, worst, bound);
+            // Zero weight scales: C is exactly zero.
+            const long long kb = (sh.k + 127) / 128, nb = (sh.n + 127) / 128;
+            ASSERT_EQ(cudaMemset(c.bsb, 0, (size_t)(kb * nb) * sizeof(float)), cudaSuccess);
+            ASSERT_EQ(mkg_case_reference(&c), MKG_OK);
+            ASSERT_EQ(mkg_case_run(&c, first, 0, sh.m), MKG_OK);
+            mkg_err_stats z;
+            ASSERT_EQ(mkg_case_errors(&c, sh.m, &z), MKG_OK);
+            EXPECT_EQ(z.max_abs_err, 0.0) << what << ": zero scales";
+            EXPECT_EQ(z.nonfinite, 0) << what << ": zero scales";
+            mkg_case_free(&c);
+        }
+    }
+    EXPECT_GT(checked, 0);
+}
+
 // Programmatic dependent launch: a GEMM that consumes the previous GEMM's output and is
 // launched with MKG_LAUNCH_FLAG_PDL must not read it early, and one that overwrites an
 // input the previous GEMM still reads must not write it early (griddepcontrol.wait), on a

@@ -69,7 +69,29 @@ void mkg_case_free(mkg_case *c)
     cudaFree(c->keep);
     cudaFree(c->ref);
     cudaFree(c->ws);
+    cudaFree(c->bsa);
+    cudaFree(c->bsb);
     memset(c, 0, sizeof(*c));
+}
+
+mkg_status mkg_case_set_block_scales(mkg_case *c, unsigned long long seed, float lo, float hi)
+{
+    const long long kb = (c->k + 127) / 128, nb = (c->n + 127) / 128;
+    c->ld_bsa = c->m + 5;
+    if (!c->bsa && (cudaMalloc((void **)&c->bsa, (size_t)(kb * c->ld_bsa) * sizeof(float)) != cudaSuccess ||
+                    cudaMalloc((void **)&c->bsb, (size_t)(nb * kb) * sizeof(float)) != cudaSuccess))
+        return MKG_ERR_OUT_OF_MEMORY;
+    /* 0xFF: NaN in the pads, so a scale read past M shows up in C. */
+    if (cudaMemset(c->bsa, 0xFF, (size_t)(kb * c->ld_bsa) * sizeof(float)) != cudaSuccess)
+        return MKG_ERR_CUDA;
+    for (long long b = 0; b < kb; ++b)
+        if (mkg_fill_scales(c->bsa + b * c->ld_bsa, c->m, seed + 977ull * (unsigned long long)b, lo, hi, 0) !=
+            cudaSuccess)
+            return MKG_ERR_CUDA;
+    if (mkg_fill_scales(c->bsb, nb * kb, seed ^ 0x9e3779b97f4a7c15ull, lo, hi, 0) != cudaSuccess ||
+        cudaDeviceSynchronize() != cudaSuccess)
+        return MKG_ERR_CUDA;
+    return mkg_case_set_kc(c, 128);
 }
 
 mkg_status mkg_case_set_kc(mkg_case *c, int kc)
@@ -104,7 +126,10 @@ mkg_status mkg_case_reference(mkg_case *c)
 {
     if (!c->ref && cudaMalloc((void **)&c->ref, (size_t)c->m * (size_t)c->n * sizeof(double)) != cudaSuccess)
         return MKG_ERR_OUT_OF_MEMORY;
-    if (mkg_ref_gemm_gpu(c->a, c->b, c->in, c->m, c->n, c->k, c->lda, c->ldb, c->ref, c->n, 0) != cudaSuccess ||
+    const cudaError_t ref = c->bsa ? mkg_ref_gemm_block_gpu(c->a, c->b, c->in, c->m, c->n, c->k, c->lda, c->ldb, c->bsa,
+                                                            c->ld_bsa, c->bsb, c->ref, c->n, 0)
+                                   : mkg_ref_gemm_gpu(c->a, c->b, c->in, c->m, c->n, c->k, c->lda, c->ldb, c->ref, c->n, 0);
+    if (ref != cudaSuccess ||
         (c->in == MKG_DTYPE_E4M3 &&
          mkg_scale_ref_gpu(c->ref, c->n, c->m, c->n, (double)MKG_SHIM_FP8_A_SCALE * MKG_SHIM_FP8_B_SCALE, 0) !=
              cudaSuccess) ||
@@ -141,6 +166,9 @@ mkg_gemm_desc mkg_case_desc(const mkg_case *c, int m)
     d.workspace_bytes = c->ws_bytes;
     d.a_scale = MKG_SHIM_FP8_A_SCALE;          /* read for e4m3 inputs only */
     d.b_scale = MKG_SHIM_FP8_B_SCALE;
+    d.a_block_scales = c->bsa;
+    d.ld_a_block_scales = c->ld_bsa;
+    d.b_block_scales = c->bsb;
     return d;
 }
 

@@ -32,6 +32,8 @@ typedef struct mkg_case {
     int kc;                     /* canonical K chunk of every run (0: one chunk) */
     void *ws;                   /* split-K workspace (partials poisoned with NaN), or NULL */
     size_t ws_bytes;
+    float *bsa, *bsb;           /* e4m3 block scales (mkg_case_set_block_scales), or NULL */
+    long long ld_bsa;
 } mkg_case;
 
 /* Empty string when a CC 9.0 GPU is usable, otherwise the reason to skip. */
@@ -52,6 +54,10 @@ mkg_status mkg_case_reference(mkg_case *c);
  * zero, partials 0xFF (NaN) so a read before the write shows up in C. */
 mkg_status mkg_case_set_kc(mkg_case *c, int kc);
 
+/* e4m3 cases: gives the case 1 x 128 activation and 128 x 128 weight block scales, log-uniform in
+ * [lo, hi) (lo = hi: every scale equal), with ld_a_block_scales = M + 5 (the 5-float pad holds
+ * NaN), and sets kc = 128 (mkg_case_set_kc). The reference then applies them. */
+mkg_status mkg_case_set_block_scales(mkg_case *c, unsigned long long seed, float lo, float hi);
 /* Fills all of C's allocation with 0xFF. */
 mkg_status mkg_case_poison(mkg_case *c);
 
