@@ -61,10 +61,20 @@ static __device__ __forceinline__ void mkg_apply_input_scale(const mkg_gemm_para
 // schedule can contract them into the fold's add, and every schedule and split rounds the
 // same values. Rows and columns past M and N read the last valid scale; they are never
 // stored.
+// The factors' inputs, loaded at the start of the chunk's step so that their L2 latency
+// overlaps the stage's wait and its wgmma (v19: loaded after the drain, they doubled the step).
 template <int WN, int SWAP>
-static __device__ __forceinline__ void mkg_apply_block_scales(const mkg_gemm_params *p, int m, int x0, int y0, int c,
-                                                              float *d)
+struct mkg_bscale_in {
+    float fx[2];                  // X rows xr, xr + 8
+    float fy[SWAP ? WN / 4 : 2];  // SWAP: column yc + 8j + e at 2j + e; else the two column blocks
+    int nb0;                      // non-swap: block of fy[0]
+};
+
+template <int WN, int SWAP>
+static __device__ __forceinline__ mkg_bscale_in<WN, SWAP> mkg_block_scales_load(const mkg_gemm_params *p, int m,
+                                                                               int x0, int y0, int c)
 {
+    mkg_bscale_in<WN, SWAP> f;
     const int t = threadIdx.x & 127, lane = t & 31;
     const int xr = x0 + (t >> 5) * 16 + (lane >> 2);
     const int yc = y0 + 2 * (lane & 3);
@@ -72,30 +82,47 @@ static __device__ __forceinline__ void mkg_apply_block_scales(const mkg_gemm_par
     const float *sa = p->a_bscales + (long long)c * p->ld_a_bscales;   // row i: sa[i]
     const float *sb = p->b_bscales + c;                                 // column block nb: sb[nb * kb]
     const int rows = SWAP ? p->n : m, cols = SWAP ? m : p->n;
-    float fx[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         const int x = min(xr + 8 * h, rows - 1);
-        fx[h] = SWAP ? __ldg(sb + (long long)(x >> 7) * kb) : __ldg(sa + x);
+        f.fx[h] = SWAP ? __ldg(sb + (long long)(x >> 7) * kb) : __ldg(sa + x);
     }
-    // Non-swap columns are N columns: this thread's WN-wide span holds at most two 128-blocks.
-    float fy0 = 0.0f, fy1 = 0.0f;
-    int nb0 = 0;
-    if constexpr (!SWAP) {
-        nb0 = min(y0, cols - 1) >> 7;
-        fy0 = __ldg(sb + (long long)nb0 * kb);
-        fy1 = __ldg(sb + (long long)(min(y0 + WN - 1, cols - 1) >> 7) * kb);
+    if constexpr (SWAP) {
+#pragma unroll
+        for (int j = 0; j < WN / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+                f.fy[2 * j + e] = __ldg(sa + min(yc + 8 * j + e, cols - 1));
+        f.nb0 = 0;
+    } else {
+        // This thread's WN-wide span of N columns holds at most two 128-blocks.
+        f.nb0 = min(y0, cols - 1) >> 7;
+        f.fy[0] = __ldg(sb + (long long)f.nb0 * kb);
+        f.fy[1] = __ldg(sb + (long long)(min(y0 + WN - 1, cols - 1) >> 7) * kb);
     }
+    return f;
+}
+
+template <int WN, int SWAP>
+static __device__ __forceinline__ void mkg_block_scales_apply(const mkg_bscale_in<WN, SWAP> &f, int m, int y0,
+                                                              int n, float *d)
+{
+    const int lane = threadIdx.x & 31;
+    const int yc = y0 + 2 * (lane & 3);
+    const int cols = SWAP ? m : n;
 #pragma unroll
     for (int j = 0; j < WN / 8; ++j) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-            const int y = min(yc + 8 * j + e, cols - 1);
-            const float fy = SWAP ? __ldg(sa + y) : ((y >> 7) == nb0 ? fy0 : fy1);
+            float fy;
+            if constexpr (SWAP)
+                fy = f.fy[2 * j + e];
+            else
+                fy = (min(yc + 8 * j + e, cols - 1) >> 7) == f.nb0 ? f.fy[0] : f.fy[1];
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
-                const float f = SWAP ? __fmul_rn(fy, fx[h]) : __fmul_rn(fx[h], fy);   // sa * sb
-                d[4 * j + 2 * h + e] = __fmul_rn(d[4 * j + 2 * h + e], f);
+                const float s = SWAP ? __fmul_rn(fy, f.fx[h]) : __fmul_rn(f.fx[h], fy);   // sa * sb
+                d[4 * j + 2 * h + e] = __fmul_rn(d[4 * j + 2 * h + e], s);
             }
         }
     }
@@ -376,6 +403,14 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
     const uint32_t y_row = S::P == 128 ? 0u : (uint32_t)(WN * wg); // this warpgroup's Y rows
     const bool releaser = (threadIdx.x & 127) == 0;
     const int kb = c * u.kct, ke = min(kb + u.kct, u.kt);
+    const int x0 = (SWAP ? u.t.n * TN : u.t.m * TM) + (int)x_row;
+    const int y0 = (SWAP ? u.t.m * TM : u.t.n * TN) + (int)y_row;
+    const bool bscaled = DT == MKG_DTYPE_E4M3 && !ONE && p->a_bscales;
+    mkg_bscale_in<WN, SWAP> bsf;
+    if constexpr (DT == MKG_DTYPE_E4M3 && !ONE) {
+        if (bscaled)
+            bsf = mkg_block_scales_load<WN, SWAP>(p, m, x0, y0, c);
+    }
     static_assert(ONE || S::CHUNKED, "kernels with wgmma N > MKG_CHUNKED_MAX_WN run one chunk per unit");
     if constexpr (ONE) {
         // NOTE: the epilogue reads d on data-dependent paths; restarting d unconditionally
@@ -417,8 +452,6 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
     if (releaser)
         mkg_ring_release<CL>(sm, prev);
 
-    const int x0 = (SWAP ? u.t.n * TN : u.t.m * TM) + (int)x_row;
-    const int y0 = (SWAP ? u.t.m * TM : u.t.n * TN) + (int)y_row;
     constexpr int EPI_NB = XE ? S::EPI_BUFS : 2;                  // staging buffers per consumer
     const uint32_t epi = XE ? sm->ring + S::EPI_OFF : sm->epi;
     if constexpr (ONE) {
@@ -428,8 +461,8 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
         mkg_epilogue_store<WN, SWAP, EPI_NB>(p, m, d, x0, y0, r, epi, wg);
     } else {
         if constexpr (DT == MKG_DTYPE_E4M3) {
-            if (p->a_bscales)
-                mkg_apply_block_scales<WN, SWAP>(p, m, x0, y0, c, d);
+            if (bscaled)
+                mkg_block_scales_apply<WN, SWAP>(bsf, m, y0, p->n, d);
         }
         const bool partials = u.splits > 1;
         if (partials)
