@@ -371,8 +371,11 @@ static void mkg_bench_table_expect(const mkg_bench_problem *p, const mkg_table *
 static void mkg_bench_tables_create(const mkg_bench_cfg *cfg, mkg_bench_problem *p, const mkg_layer_plan *tuned,
                                     mkg_bench_row *row)
 {
-    if (p->dt == MKG_DTYPE_FP32 || p->dt == MKG_DTYPE_E4M3 || !mkg_bench_dispatch_available()) {
-        row->schedule = -1;                  /* no tf32 / fp8 dispatch kernel (or none built): the row reports the oracle */
+    /* NOTE: the bench's dispatch kernel runs one-chunk layers only (mkg_dispatch_consume); a
+     * chunked layer (--kc-policy decode) set its error word and stopped the run before. */
+    if (p->dt == MKG_DTYPE_FP32 || p->dt == MKG_DTYPE_E4M3 || !mkg_bench_dispatch_available() ||
+        mkg_chunk_count(p->k, p->kc) > 1) {
+        row->schedule = -1;                  /* no tf32 / fp8 / chunked dispatch (or none built): the row reports the oracle */
         return;
     }
     mkg_layer_desc *layers = (mkg_layer_desc *)mkg_bench_calloc((size_t)p->nsets, sizeof *layers);
