@@ -65,6 +65,11 @@ mkg_status mkg_gemm_validate(const mkg_gemm_desc *d)
             ((uintptr_t)d->a_block_scales & 3u) != 0 || ((uintptr_t)d->b_block_scales & 3u) != 0 ||
             d->ld_a_block_scales < d->m || d->ld_a_block_scales > MKG_INT_MAX || d->kc != 128)
             return MKG_ERR_BAD_BLOCK_SCALES;
+        /* NOTE: the consumers read the scales (ld.global.nc) at the start of each chunk, not
+         * after the producer's dependency wait, so scales written by an upstream task could be
+         * read stale: not allowed until that wait covers them. */
+        if (d->deps.wait)
+            return MKG_ERR_BAD_BLOCK_SCALES;
     }
 
     const long long in_size = (long long)mkg_dtype_size(d->a_type);

@@ -77,7 +77,12 @@ typedef struct mkg_gemm_desc {
      *  partial scaled once (sa * sb, then the partial times that) before the chunk fold.
      *  a_block_scales: 1 x 128 activation scales, float [ceil(K / 128)][ld_a_block_scales],
      *  M contiguous (row i of block kb at kb * ld_a_block_scales + i).
-     *  b_block_scales: 128 x 128 weight scales, float [ceil(N / 128)][ceil(K / 128)], dense. */
+     *  b_block_scales: 128 x 128 weight scales, float [ceil(N / 128)][ceil(K / 128)], dense.
+     *  The factor sa * sb is an FP32 product: it overflows to Inf or underflows to 0 where the
+     *  exact product would not. Only the chunked kernel instances apply them (mkg_gemm_launch
+     *  always picks those); a device caller that runs one-chunk steps (ONE = true, e.g.
+     *  mkg_dispatch_consume) ignores them. Split rows keep every chunk's partial: the
+     *  workspace grows with ceil(K / 128). No dependency wait (deps.wait) with block scales. */
     const float *a_block_scales;
     long long ld_a_block_scales;
     const float *b_block_scales;

@@ -30,7 +30,6 @@ extern "C" {
     X(MKG_ERR_DEPS_NO_STALL,        "a GEMM that waits on dependencies needs a stall word")  \
     X(MKG_ERR_BAD_KC,               "K chunk must be 0, >= K, or a positive multiple of 64 (128 for fp8)") \
     X(MKG_ERR_BAD_SCALE,            "fp8 inputs need finite, nonzero a_scale, b_scale and product") \
-    X(MKG_ERR_BAD_BLOCK_SCALES,     "block scales need e4m3 inputs, both scale pointers 4-byte aligned, ld_a_block_scales >= M and kc = 128") \
     X(MKG_ERR_WORKSPACE_TOO_SMALL,  "split-K workspace is smaller than the schedule needs")  \
     X(MKG_ERR_NULL_A,               "A pointer is NULL")                                     \
     X(MKG_ERR_NULL_B,               "B pointer is NULL")                                     \
@@ -67,7 +66,8 @@ extern "C" {
     X(MKG_ERR_STALLED,              "a megakernel dependency wait timed out (the stall record names the task)") \
     X(MKG_ERR_DISPATCH,             "the device dispatcher rejected a table entry (see the error word)") \
     X(MKG_ERR_TABLE_LAYER,          "schedule table file does not match the layer list")     \
-    X(MKG_ERR_BAD_FLAGS,            "launch flags hold a bit that is not an MKG_LAUNCH_FLAG_*")
+    X(MKG_ERR_BAD_FLAGS,            "launch flags hold a bit that is not an MKG_LAUNCH_FLAG_*") \
+    X(MKG_ERR_BAD_BLOCK_SCALES,     "block scales need e4m3 inputs, both scale pointers 4-byte aligned, ld_a_block_scales >= M, kc = 128 and no dependency wait")
 
 typedef enum mkg_status {
 #define MKG_X_ENUM(code, msg) code,

@@ -134,6 +134,13 @@ const BadCase kBad[] = {
      MKG_ERR_BAD_BLOCK_SCALES},
     {"block scales: kc 0 (one chunk)", [](mkg_gemm_desc *d) { set_block_scaled(d); d->kc = 0; },
      MKG_ERR_BAD_BLOCK_SCALES},
+    {"block scales with a dependency wait (scales are read before it)",
+     [](mkg_gemm_desc *d) {
+         set_block_scaled(d);
+         d->deps.wait = reinterpret_cast<const unsigned int *>(0x60000);
+         d->deps.stall = reinterpret_cast<unsigned int *>(0x70000);
+     },
+     MKG_ERR_BAD_BLOCK_SCALES},
 };
 
 }  // namespace
