@@ -216,6 +216,8 @@ static mkg_gemm_desc mkg_bench_desc(const mkg_bench_problem *p, const mkg_bench_
     d.a_block_scales = p->bsa;                  /* NULL unless --block-scales */
     d.ld_a_block_scales = p->m;
     d.b_block_scales = p->bsb;
+    if (p->bsa)                                 /* block-scaled rows: no per-tensor factor on top, */
+        d.a_scale = d.b_scale = 1.0f;           /* as cuBLASLt's block-scaled GEMM has none */
     return d;
 }
 
@@ -806,7 +808,7 @@ static void mkg_bench_ref_create(const mkg_bench_cfg *cfg, const mkg_bench_probl
         else
             MKG_CUDA_CHECK(mkg_ref_gemm_gpu(a, p->sets[0].b, p->dt, ref->rows[b], p->n, p->k, p->k, p->k,
                                             ref->r + done * p->n, p->n, cfg->stream));
-        if (p->dt == MKG_DTYPE_E4M3)
+        if (p->dt == MKG_DTYPE_E4M3 && !p->bsa)
             MKG_CUDA_CHECK(mkg_scale_ref_gpu(ref->r + done * p->n, p->n, ref->rows[b], p->n,
                                              (double)MKG_BENCH_FP8_A_SCALE * MKG_BENCH_FP8_B_SCALE, cfg->stream));
         done += (size_t)ref->rows[b];

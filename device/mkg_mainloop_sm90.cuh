@@ -61,19 +61,22 @@ static __device__ __forceinline__ void mkg_apply_input_scale(const mkg_gemm_para
 // schedule can contract them into the fold's add, and every schedule and split rounds the
 // same values. Rows and columns past M and N read the last valid scale; they are never
 // stored.
-// The factors' inputs, loaded at the start of the chunk's step so that their L2 latency
+//
+// The factors' inputs are loaded at the start of the chunk's step, so that their L2 latency
 // overlaps the stage's wait and its wgmma (v19: loaded after the drain, they doubled the step).
+// Non-swap: a warpgroup's WN columns start at a multiple of WN (y0 = tile * TN + wg * WN, TN =
+// WN or 2 WN) and WN divides 128, so they sit in one 128-column block: one weight scale.
 template <int WN, int SWAP>
 struct mkg_bscale_in {
     float fx[2];                  // X rows xr, xr + 8
-    float fy[SWAP ? WN / 4 : 2];  // SWAP: column yc + 8j + e at 2j + e; else the two column blocks
-    int nb0;                      // non-swap: block of fy[0]
+    float fy[SWAP ? WN / 4 : 1];  // SWAP: column yc + 8j + e at 2j + e; else the columns' block
 };
 
 template <int WN, int SWAP>
 static __device__ __forceinline__ mkg_bscale_in<WN, SWAP> mkg_block_scales_load(const mkg_gemm_params *p, int m,
                                                                                int x0, int y0, int c)
 {
+    static_assert(SWAP || 128 % WN == 0, "non-swap block scales: one 128-column block per warpgroup span");
     mkg_bscale_in<WN, SWAP> f;
     const int t = threadIdx.x & 127, lane = t & 31;
     const int xr = x0 + (t >> 5) * 16 + (lane >> 2);
@@ -93,32 +96,20 @@ static __device__ __forceinline__ mkg_bscale_in<WN, SWAP> mkg_block_scales_load(
 #pragma unroll
             for (int e = 0; e < 2; ++e)
                 f.fy[2 * j + e] = __ldg(sa + min(yc + 8 * j + e, cols - 1));
-        f.nb0 = 0;
     } else {
-        // This thread's WN-wide span of N columns holds at most two 128-blocks.
-        f.nb0 = min(y0, cols - 1) >> 7;
-        f.fy[0] = __ldg(sb + (long long)f.nb0 * kb);
-        f.fy[1] = __ldg(sb + (long long)(min(y0 + WN - 1, cols - 1) >> 7) * kb);
+        f.fy[0] = __ldg(sb + (long long)(min(y0, cols - 1) >> 7) * kb);
     }
     return f;
 }
 
 template <int WN, int SWAP>
-static __device__ __forceinline__ void mkg_block_scales_apply(const mkg_bscale_in<WN, SWAP> &f, int m, int y0,
-                                                              int n, float *d)
+static __device__ __forceinline__ void mkg_block_scales_apply(const mkg_bscale_in<WN, SWAP> &f, float *d)
 {
-    const int lane = threadIdx.x & 31;
-    const int yc = y0 + 2 * (lane & 3);
-    const int cols = SWAP ? m : n;
 #pragma unroll
     for (int j = 0; j < WN / 8; ++j) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-            float fy;
-            if constexpr (SWAP)
-                fy = f.fy[2 * j + e];
-            else
-                fy = (min(yc + 8 * j + e, cols - 1) >> 7) == f.nb0 ? f.fy[0] : f.fy[1];
+            const float fy = f.fy[SWAP ? 2 * j + e : 0];
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const float s = SWAP ? __fmul_rn(fy, f.fx[h]) : __fmul_rn(f.fx[h], fy);   // sa * sb
@@ -462,7 +453,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
     } else {
         if constexpr (DT == MKG_DTYPE_E4M3) {
             if (bscaled)
-                mkg_block_scales_apply<WN, SWAP>(bsf, m, y0, p->n, d);
+                mkg_block_scales_apply<WN, SWAP>(bsf, d);
         }
         const bool partials = u.splits > 1;
         if (partials)
