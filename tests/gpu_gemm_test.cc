@@ -430,8 +430,9 @@ TEST_F(Gpu, ChunkedKE4m3BitwiseAcrossSchedulesAndSplits)
 // FP8 block scales (1 x 128 activations, 128 x 128 weights; kc = 128, the block): every
 // schedule that runs them (chunk-capable rows) against the FP64 reference on dequantized
 // operands, bitwise equal to each other and across split counts (the sk rows), M prefixes
-// equal to the full run's rows, no writes outside M x N, and no read of the NaN pad past M in
-// the activation scales. Scales: log-uniform in [1/8, 8); then every scale 2^-60 (a tiny factor,
+// equal to the full run's rows, no writes outside M x N. The activation scales carry a NaN pad
+// past M, so a stored row that read its scale with the wrong stride shows up (rows past M read
+// a clamped index and are never stored). Scales: log-uniform in [1/8, 8); then every scale 2^-60 (a tiny factor,
 // 2^-120, still a normal float); then the weight scales 0 (C must be exactly 0).
 // Bound: as for per-tensor e4m3, u(out) + 2^-11 K / 32, relative to max |R| (the scales change
 // the magnitudes, so no sqrt(K) floor).

@@ -81,7 +81,7 @@ mkg_status mkg_case_set_block_scales(mkg_case *c, unsigned long long seed, float
     if (!c->bsa && (cudaMalloc((void **)&c->bsa, (size_t)(kb * c->ld_bsa) * sizeof(float)) != cudaSuccess ||
                     cudaMalloc((void **)&c->bsb, (size_t)(nb * kb) * sizeof(float)) != cudaSuccess))
         return MKG_ERR_OUT_OF_MEMORY;
-    /* 0xFF: NaN in the pads, so a scale read past M shows up in C. */
+    /* 0xFF: NaN in the pads, so a stored row that reads its scale past M (a wrong stride) shows up in C. */
     if (cudaMemset(c->bsa, 0xFF, (size_t)(kb * c->ld_bsa) * sizeof(float)) != cudaSuccess)
         return MKG_ERR_CUDA;
     for (long long b = 0; b < kb; ++b)
