@@ -33,8 +33,8 @@ static __device__ __forceinline__ int mkg_dispatch_chunk_capable(int s)
     }
 }
 
-// Rows the dispatcher runs: rows that need a cluster launch (CL > 1) or the shipped kernel's
-// ping-pong consumers are shipped-kernel only. The planner never puts them in a table
+// Rows the dispatcher runs: not the shipped-kernel-only rows (MKG_SCHEDULE_SHIPPED_ONLY: cluster
+// launches and ping-pong consumers). The planner never puts them in a table
 // (mkg_plan_eligible) and the switches below compile no code for them.
 // MKG_DISPATCH_ONLY_SHAPE (an experiment knob, -1 by default): compile only the rows whose
 // TM * 100000 + TN * 100 + ST equals it, to measure what the size of the switch costs a
@@ -44,7 +44,8 @@ static __device__ __forceinline__ int mkg_dispatch_chunk_capable(int s)
 #endif
 static constexpr bool mkg_dispatch_row(int cl, int pp, int tm = 0, int tn = 0, int st = 0)
 {
-    return cl == 1 && !pp && (MKG_DISPATCH_ONLY_SHAPE < 0 || tm * 100000 + tn * 100 + st == MKG_DISPATCH_ONLY_SHAPE);
+    return !MKG_SCHEDULE_SHIPPED_ONLY(cl, pp) &&
+           (MKG_DISPATCH_ONLY_SHAPE < 0 || tm * 100000 + tn * 100 + st == MKG_DISPATCH_ONLY_SHAPE);
 }
 
 // 1 if the dispatcher runs schedule s (see mkg_dispatch_row).

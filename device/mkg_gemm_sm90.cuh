@@ -48,8 +48,8 @@ static_assert(sizeof(mkg_gemm_params) + 3 * sizeof(int) <= 4096,
     static_assert(cl == 1 || (cl <= MKG_LAUNCH_MAX_CLUSTER && !swap && split == 1 &&                   \
                               ((tn / cl) == 64 || (tn / cl) == 128)),                                   \
                   #name ": cluster rows multicast a B box of TN / CL rows (a box class), no swap, no split"); \
-    static_assert(pp == 0 || (tm == 128 && !swap && split == 1 && cl == 1),                           \
-                  #name ": ping-pong rows are 128-row tiles, no swap, no split, no cluster");
+    static_assert(pp == 0 || ((tm == 64 || tm == 128) && !swap && split == 1 && cl == 1),             \
+                  #name ": ping-pong rows are 64- or 128-row tiles, no swap, no split, no cluster");
 MKG_SCHEDULE_LIST(MKG_X_CHECK)
 #undef MKG_X_CHECK
 
@@ -74,7 +74,8 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
     const mkg_gemm_params *__restrict__ p = &params;
     extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
     static_assert(CL == 1 || !CH, "cluster rows run one K chunk");
-    static_assert(!PP || (!CH && CL == 1 && !SWAP && TM == 128), "ping-pong rows: one chunk, no cluster, no swap");
+    static_assert(!PP || (!CH && CL == 1 && !SWAP && (TM == 64 || TM == 128)),
+                  "ping-pong rows: one chunk, no cluster, no swap");
     const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
     typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
     const int m = p->m;
@@ -125,7 +126,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
         if constexpr (PP) {
             // Unit i of this CTA runs on warpgroup i & 1; see mkg_gemm_consume_pp for the hand-off
             // (warpgroup w waits on barrier BAR_PP + w; every arrive has its matching wait).
-            float dp[TN];                                // (128, TN): two (64, TN) halves
+            float dp[TM / 64 * TN / 2];                  // (TM, TN): one (64, TN) half per 64 rows
             const int mine = first < units ? (units - first + stride - 1) / stride : 0;
             int i = 0;
             for (int u = first; u < units; u += stride, ++i) {
@@ -176,11 +177,12 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
         mkg_cluster_sync();
 }
 
-// The chunked instantiation of a row, or NULL for rows that cannot fold chunks.
-template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CL>
+// The chunked instantiation of a row, or NULL for rows that cannot fold chunks (wgmma N
+// above MKG_CHUNKED_MAX_WN, cluster and ping-pong rows).
+template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CL, int PP = 0>
 static const void *mkg_chunked_kernel_sm90(void)
 {
-    if constexpr (mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED && CL == 1)
+    if constexpr (mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED && CL == 1 && !PP)
         return (const void *)mkg_gemm_persistent_sm90<DT, TM, TN, TK, ST, SWAP, 1>;
     else
         return NULL;

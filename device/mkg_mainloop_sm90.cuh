@@ -396,9 +396,11 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
     const int kb = c * u.kct, ke = min(kb + u.kct, u.kt);
     const int x0 = (SWAP ? u.t.n * TN : u.t.m * TM) + (int)x_row;
     const int y0 = (SWAP ? u.t.m * TM : u.t.n * TN) + (int)y_row;
-    const bool bscaled = DT == MKG_DTYPE_E4M3 && !ONE && p->a_bscales;
+    // Block scales: e4m3 chunk steps of rows whose span holds one weight scale (host-checked).
+    constexpr bool BSROW = DT == MKG_DTYPE_E4M3 && !ONE && (SWAP || 128 % WN == 0);
+    const bool bscaled = BSROW && p->a_bscales;
     mkg_bscale_in<WN, SWAP> bsf;
-    if constexpr (DT == MKG_DTYPE_E4M3 && !ONE) {
+    if constexpr (BSROW) {
         if (bscaled)
             bsf = mkg_block_scales_load<WN, SWAP>(p, m, x0, y0, c);
     }
@@ -451,7 +453,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
         mkg_apply_input_scale<DT, WN / 2>(p, d);
         mkg_epilogue_store<WN, SWAP, EPI_NB>(p, m, d, x0, y0, r, epi, wg);
     } else {
-        if constexpr (DT == MKG_DTYPE_E4M3) {
+        if constexpr (BSROW) {
             if (bscaled)
                 mkg_block_scales_apply<WN, SWAP>(bsf, d);
         }
@@ -475,10 +477,13 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
 
 // ---- ping-pong consumers (PP rows; the shipped kernel only) ---------------------------
 //
-// One consumer warpgroup computes the whole TM = 128 x TN tile of a work unit (one K chunk,
-// no split): per 32-byte K step two wgmma m64nTN, A rows 0..63 into d and rows 64..127 into
-// d + TN / 2, on the same B descriptor. The warpgroups take alternate units of the CTA, so
-// while one runs a unit's epilogue the other's mainloop keeps the tensor cores busy. Each
+// One consumer warpgroup computes the whole TM x TN tile of a work unit (one K chunk, no
+// split): per 32-byte K step one wgmma m64nTN per 64 rows of A (TM = 128: rows 0..63 into d
+// and rows 64..127 into d + TN / 2, on the same B descriptor). The warpgroups take alternate
+// units of the CTA, so while one runs a unit's epilogue the other's mainloop keeps the tensor
+// cores busy. TM = 64 rows are the small-grid case: a grid of about one unit per SM, where the
+// second warpgroup has nothing to overlap and the point is the wide wgmma (m64n128 from one
+// warpgroup instead of two m64n64 from two: same tile area, half the instructions). Each
 // slot is consumed by one warpgroup, which arrives on its empty barrier for both (it counts
 // MKG_LAUNCH_CONSUMERS arrivals).
 // Hand-off: a warpgroup walks past the other's unit in the ring without waiting (skip), so
@@ -496,8 +501,8 @@ static __device__ __forceinline__ int mkg_pp_ktiles(const mkg_gemm_params *p)
     return min(mkg_chunk_ktiles(p->k, p->kc, TK), mkg_ceil_div(p->k, TK));
 }
 
-// d: TN floats, owned by the caller. signal >= 0: after the K loop, arrive on that named
-// barrier for the other warpgroup (it runs the CTA's next unit).
+// d: TM / 64 * TN / 2 floats, owned by the caller. signal >= 0: after the K loop, arrive on
+// that named barrier for the other warpgroup (it runs the CTA's next unit).
 template <int DT, int TM, int TN, int TK, int ST>
 static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params *p, int m, int unit, int raster,
                                                            int group, mkg_ring *r, const mkg_smem *sm, int wg,
@@ -505,13 +510,14 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
 {
     typedef mkg_shape<TM, TN, TK, ST, 0> S;
     constexpr int H = TN / 2;                                     // accumulators per m64 half
-    static_assert(TM == 128 && S::WN == TN, "ping-pong rows: 128-row tiles, one warpgroup per tile");
+    constexpr int HALVES = TM / 64;
+    static_assert(TM == 64 || TM == 128, "ping-pong rows: 64- or 128-row tiles, one warpgroup per tile");
     static_assert(TK * mkg_dtype_bytes<DT>() == 128, "a stage row is 128 bytes of the input dtype");
     const mkg_unit u = mkg_unit_of<TM, TN, TK>(p, m, unit, raster, group, 1);
     const bool releaser = (threadIdx.x & 127) == 0;
     const int ke = mkg_pp_ktiles<TK>(p);
 #pragma unroll
-    for (int i = 0; i < TN; ++i)
+    for (int i = 0; i < HALVES * H; ++i)
         d[i] = 0.0f;
     uint32_t prev = 0;
     for (int kt = 0; kt < ke; ++kt) {
@@ -526,8 +532,9 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
         for (int kk = 0; kk < S::K_STEPS; ++kk) {
             const uint32_t acc = (kt != 0) || (kk != 0);
             mkg_wgmma_m64k16<TN, DT>(d, dx0 + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP, acc);
-            mkg_wgmma_m64k16<TN, DT>(d + H, dx1 + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP,
-                                     acc);
+            if constexpr (HALVES == 2)
+                mkg_wgmma_m64k16<TN, DT>(d + H, dx1 + kk * MKG_WGMMA_DESC_K16_STEP,
+                                         dy + kk * MKG_WGMMA_DESC_K16_STEP, acc);
         }
         mkg_wgmma_commit_group();
         if (kt > 0) {
@@ -544,16 +551,17 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
         mkg_bar_arrive(signal, 256);                              // every K tile of this unit has landed
     mkg_wgmma_wait_group<0>();
 #pragma unroll
-    for (int i = 0; i < TN; ++i)
+    for (int i = 0; i < HALVES * H; ++i)
         mkg_fence_operand(d[i]);
     if (releaser) {
         mkg_ring_release<1>(sm, prev);
         mkg_ring_release<1>(sm, prev);
     }
     const int x0 = u.t.m * TM, y0 = u.t.n * TN;
-    mkg_apply_input_scale<DT, TN>(p, d);
+    mkg_apply_input_scale<DT, HALVES * H>(p, d);
     mkg_epilogue_store<TN, 0, S::EPI_BUFS>(p, m, d, x0, y0, r, sm->ring + S::EPI_OFF, wg);
-    mkg_epilogue_store<TN, 0, S::EPI_BUFS>(p, m, d + H, x0 + 64, y0, r, sm->ring + S::EPI_OFF, wg);
+    if constexpr (HALVES == 2)
+        mkg_epilogue_store<TN, 0, S::EPI_BUFS>(p, m, d + H, x0 + 64, y0, r, sm->ring + S::EPI_OFF, wg);
 }
 
 // The other warpgroup's unit: walk past its K tiles in the ring without touching them.

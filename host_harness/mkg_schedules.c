@@ -84,6 +84,8 @@ int mkg_schedule_wgmma_n(int s)
     const mkg_schedule_info *i = mkg_schedule_get(s);
     if (!i)
         return 0;
+    if (i->pingpong) /* one warpgroup per tile: m64nTN per 64 rows */
+        return i->tile_n;
     const int p = i->swap_ab ? i->tile_n : i->tile_m;
     const int q = i->swap_ab ? i->tile_m : i->tile_n;
     return p == 128 ? q : q / 2;

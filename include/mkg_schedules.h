@@ -70,7 +70,10 @@ extern "C" {
     X(m8n128k64_s11_swap_rn_g8,        8, 128, 64,11, MKG_RASTER_N,  8,    1,    1,  1,  0) \
     X(m128n192k64_s4_rm_g8_pp,       128, 192, 64, 4, MKG_RASTER_M,  8,    0,    1,  1,  1) \
     X(m16n64k64_s16_swap_rn_g8,       16,  64, 64,16, MKG_RASTER_N,  8,    1,    1,  1,  0) \
-    X(m16n64k64_s16_swap_rn_g8_sk8,   16,  64, 64,16, MKG_RASTER_N,  8,    1,    8,  1,  0)
+    X(m16n64k64_s16_swap_rn_g8_sk8,   16,  64, 64,16, MKG_RASTER_N,  8,    1,    8,  1,  0) \
+    X(m64n128k64_s8_rn_g8_pp,         64, 128, 64, 8, MKG_RASTER_N,  8,    0,    1,  1,  1) \
+    X(m64n192k64_s5_rn_g8_pp,         64, 192, 64, 5, MKG_RASTER_N,  8,    0,    1,  1,  1) \
+    X(m64n96k64_s8_rn_g8_pp,          64,  96, 64, 8, MKG_RASTER_N,  8,    0,    1,  1,  1)
 
 typedef enum mkg_schedule {
 #define MKG_X_ENUM(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) MKG_SCHED_##name,
@@ -92,6 +95,12 @@ typedef enum mkg_schedule {
                                                (shipped kernel only; free in a user's persistent kernel) */
 #define MKG_LAUNCH_SMEM_BYTES    (MKG_LAUNCH_RING_BYTES + MKG_LAUNCH_EPI_BYTES + 1024 + 512) /* + barriers, flags, alignment */
 #define MKG_LAUNCH_MAX_CLUSTER   2          /* largest CL column (CTAs per cluster) */
+
+/* Rows that only the shipped kernel runs: cluster launches (CL > 1) and ping-pong consumers
+ * (PP). The planner never puts them in a table and the device dispatcher compiles no code for
+ * them (a dispatcher runs cooperative consumers in plain launches; every row it runs also
+ * enlarges its switch, whose size costs every dispatched launch: v17/v18 in bench/NOTES.md). */
+#define MKG_SCHEDULE_SHIPPED_ONLY(cl, pp) ((cl) > 1 || (pp) != 0)
 
 /* Host-side metadata of one row. */
 typedef struct mkg_schedule_info {

@@ -61,13 +61,14 @@ TEST(Schedules, EveryRowFitsTheLaunchShape)
         }
         EXPECT_TRUE(i->pingpong == 0 || i->pingpong == 1) << i->name;
         if (i->pingpong) {
-            EXPECT_EQ(i->tile_m, 128) << i->name << ": a ping-pong warpgroup covers both m64 halves";
+            EXPECT_TRUE(i->tile_m == 64 || i->tile_m == 128) << i->name << ": a ping-pong warpgroup covers every m64 half";
             EXPECT_EQ(i->swap_ab, 0) << i->name;
             EXPECT_EQ(i->split, 1) << i->name;
             EXPECT_EQ(i->cluster, 1) << i->name;
-            // TN accumulators per thread (two m64 halves of TN / 2 each): 192 is the most that
-            // ptxas fits in the 232-register consumers without spilling (n192 ping-pong: 0 bytes).
-            EXPECT_LE(i->tile_n, 192) << i->name << ": TN accumulators per thread";
+            // TM / 64 m64 halves of TN / 2 accumulators per thread: 192 is the most that ptxas
+            // fits in the 232-register consumers without spilling (m128n192 ping-pong: 0 bytes).
+            EXPECT_LE(i->tile_m / 64 * i->tile_n / 2, 192) << i->name << ": accumulators per thread";
+            EXPECT_EQ(mkg_schedule_wgmma_n(s), i->tile_n) << i->name << ": one m64nTN per 64 rows";
         }
     }
     EXPECT_LE(MKG_LAUNCH_SMEM_BYTES, 227 * 1024);
