@@ -43,13 +43,15 @@ static_assert(sizeof(mkg_gemm_params) + 3 * sizeof(int) <= 4096,
               "the shipped kernel takes mkg_gemm_params by value: 4 KB of kernel parameters");
 
 // Every schedule row compiles against the launch shape (mkg_shape's asserts).
-#define MKG_X_CHECK(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                               \
+#define MKG_X_CHECK(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, nc)                               \
     static_assert(sizeof(mkg_shape<tm, tn, tk, st, swap>) > 0, #name);                                 \
     static_assert(cl == 1 || (cl <= MKG_LAUNCH_MAX_CLUSTER && !swap && split == 1 &&                   \
                               ((tn / cl) == 64 || (tn / cl) == 128)),                                   \
                   #name ": cluster rows multicast a B box of TN / CL rows (a box class), no swap, no split"); \
-    static_assert(pp == 0 || ((tm == 64 || tm == 128) && !swap && split == 1 && cl == 1),             \
-                  #name ": ping-pong rows are 64- or 128-row tiles, no swap, no split, no cluster");
+    static_assert(pp == 0 || ((tm == 64 || tm == 128) && !swap && split == 1 && cl == 1 && nc == 1), \
+                  #name ": ping-pong rows are 64- or 128-row tiles, no swap, no split, no cluster, one chain"); \
+    static_assert(nc >= 1 && mkg_shape<tm, tn, tk, st, swap>::WN % (8 * nc) == 0,                   \
+                  #name ": NC chains split the warpgroup's wgmma N into equal multiples of 8");
 MKG_SCHEDULE_LIST(MKG_X_CHECK)
 #undef MKG_X_CHECK
 
@@ -62,7 +64,7 @@ MKG_SCHEDULE_LIST(MKG_X_CHECK)
 // one kernel ptxas serialized every wgmma (C7520), and the flat chunk loop alone
 // measured 5-18% slower than the plain one on single-chunk GEMMs.
 // PP = 1: ping-pong consumers (mkg_gemm_consume_pp), one K chunk, no split.
-template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CH, int CL = 1, int PP = 0>
+template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CH, int CL = 1, int PP = 0, int NC = 1>
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
 mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int raster, int group, int split)
 {
@@ -148,7 +150,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
             static_assert(!CH || S::CHUNKED, "only rows with wgmma N <= MKG_CHUNKED_MAX_WN fold chunks");
             if constexpr (!CH) {
                 for (int u = first; u < units; u += stride)
-                    mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, true, CL, true>(p, m, u, 0, raster, group,
+                    mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, true, CL, true, NC>(p, m, u, 0, raster, group,
                                                                                     split, &ring, &sm, wg, d, tot);
             } else {
                 // One flat loop over (unit, chunk) steps: see mkg_gemm_consume_step.
@@ -156,7 +158,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
                 if (u < units)
                     mkg_unit_chunk_range(p, u, split, &c, &c_end);
                 while (u < units) {
-                    mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, true>(p, m, u, c, raster, group,
+                    mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, true, NC>(p, m, u, c, raster, group,
                                                                                     split, &ring, &sm, wg, d, tot);
                     if (++c == c_end) {
                         u += gridDim.x;
@@ -179,11 +181,11 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
 
 // The chunked instantiation of a row, or NULL for rows that cannot fold chunks (wgmma N
 // above MKG_CHUNKED_MAX_WN, cluster and ping-pong rows).
-template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CL, int PP = 0>
+template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CL, int PP = 0, int NC = 1>
 static const void *mkg_chunked_kernel_sm90(void)
 {
     if constexpr (mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED && CL == 1 && !PP)
-        return (const void *)mkg_gemm_persistent_sm90<DT, TM, TN, TK, ST, SWAP, 1>;
+        return (const void *)mkg_gemm_persistent_sm90<DT, TM, TN, TK, ST, SWAP, 1, 1, 0, NC>;
     else
         return NULL;
 }

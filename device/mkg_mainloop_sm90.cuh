@@ -279,6 +279,24 @@ static __device__ __forceinline__ void mkg_gemm_produce_unit(const mkg_gemm_para
 
 // ---- consumers: 2 warpgroups, wg = 0 or 1 -------------------------------------------
 
+// One 32-byte K step of a warpgroup's (64, WN) tile as NC independent accumulator chains of
+// N = WN / NC: chain c covers Y rows [c WN / NC, (c + 1) WN / NC), which is B's smem at
+// + c (WN / NC) 128 bytes (whole 1024-byte swizzle atoms) and the accumulator fragment
+// d[c WN / (2 NC) ..] (the m64nN fragment is column-major in groups of 8 columns). Every
+// element is still one wgmma K chain, in the same order, so the bits do not depend on NC.
+// Why: a wgmma waits for the one before it on the same accumulators, so a warpgroup's step
+// costs at least one wgmma latency; small-grid rows (two m64n64 chains per SM) are bound by
+// it, not by the tensor cores (v21 in bench/NOTES.md).
+template <int WN, int NC, int DT>
+static __device__ __forceinline__ void mkg_wgmma_chains(float *d, uint64_t dx, uint64_t dy, uint32_t acc)
+{
+    constexpr int CN = WN / NC;
+    static_assert(WN % NC == 0 && CN % 8 == 0, "chains of whole 8-column groups");
+#pragma unroll
+    for (int c = 0; c < NC; ++c)
+        mkg_wgmma_m64k16<CN, DT>(d + c * (CN / 2), dx, dy + (uint64_t)(c * CN * 128 / 16), acc);
+}
+
 // Partials of (tile, chunk, warpgroup): 64 x WN floats laid out so that thread t's
 // float4 number q sits at q * 512 + 4 t (each warp moves 512 contiguous bytes).
 template <int WN>
@@ -379,7 +397,7 @@ static __device__ __forceinline__ void mkg_unit_chunk_range(const mkg_gemm_param
 // XE: staged epilogue stores use the shared memory past this row's ring (mkg_shape::EPI_BUFS
 // buffers per consumer), only where nothing else runs on the ring (the shipped kernel).
 template <int DT, int TM, int TN, int TK, int ST, int SWAP, bool ONE = !mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED,
-          int CL = 1, bool XE = false>
+          int CL = 1, bool XE = false, int NC = 1>
 static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_params *p, int m, int unit, int c,
                                                              int raster, int group, int split, mkg_ring *r,
                                                              const mkg_smem *sm, int wg, float *d, float *tot)
@@ -424,8 +442,8 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
         mkg_wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < S::K_STEPS; ++kk)
-            mkg_wgmma_m64k16<WN, DT>(d, dx + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP,
-                                     (kt != kb) || (kk != 0));
+            mkg_wgmma_chains<WN, NC, DT>(d, dx + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP,
+                                         (kt != kb) || (kk != 0));
         mkg_wgmma_commit_group();
         // Keep one stage of wgmma in flight; the one before it has now retired,
         // so its slot goes back to the producer.

@@ -135,7 +135,7 @@ int mkg_plan_eligible(const mkg_layer_desc *l, int s)
     /* Layers run in dispatch kernels and megakernels, which are not cluster launches, run
      * cooperative consumers only, and compile no code for the shipped-only rows. */
     const mkg_schedule_info *si = mkg_schedule_get(s);
-    if (MKG_SCHEDULE_SHIPPED_ONLY(si->cluster, si->pingpong))
+    if (MKG_SCHEDULE_SHIPPED_ONLY(si->cluster, si->pingpong, si->chains))
         return 0;
     /* Invariant mode: the determinism contract covers every row for a given kc (the GPU
      * tests find all rows bitwise identical), so no row is excluded. Fast mode may use any. */

@@ -6,8 +6,8 @@
 #include "mkg_tile_order.h"
 
 static const mkg_schedule_info mkg_schedule_table[MKG_SCHED_COUNT] = {
-#define MKG_X_INFO(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) \
-    {#name, tm, tn, tk, st, raster, group, swap, split, cl, pp},
+#define MKG_X_INFO(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, nc) \
+    {#name, tm, tn, tk, st, raster, group, swap, split, cl, pp, nc},
     MKG_SCHEDULE_LIST(MKG_X_INFO)
 #undef MKG_X_INFO
 };

@@ -31,7 +31,8 @@ TEST(Schedules, NameSpellsOutTheParameters)
                            std::to_string(i->tile_k) + "_s" + std::to_string(i->stages) +
                            (i->swap_ab ? "_swap" : "") + (i->raster == MKG_RASTER_M ? "_rm" : "_rn") + "_g" +
                            std::to_string(i->group) + (i->split > 1 ? "_sk" + std::to_string(i->split) : "") +
-                           (i->cluster > 1 ? "_c" + std::to_string(i->cluster) : "") + (i->pingpong ? "_pp" : "");
+                           (i->cluster > 1 ? "_c" + std::to_string(i->cluster) : "") + (i->pingpong ? "_pp" : "") +
+                           (i->chains > 1 ? "_nc" + std::to_string(i->chains) : "");
         EXPECT_EQ(want, i->name);
     }
 }
@@ -60,6 +61,8 @@ TEST(Schedules, EveryRowFitsTheLaunchShape)
             EXPECT_GE(mkg_box_class(i->tile_n / i->cluster), 0) << i->name << ": B box of TN / CL rows";
         }
         EXPECT_TRUE(i->pingpong == 0 || i->pingpong == 1) << i->name;
+        EXPECT_GE(i->chains, 1) << i->name;
+        EXPECT_EQ(mkg_schedule_wgmma_n(s) % (8 * i->chains), 0) << i->name << ": chains of whole 8-column groups";
         if (i->pingpong) {
             EXPECT_TRUE(i->tile_m == 64 || i->tile_m == 128) << i->name << ": a ping-pong warpgroup covers every m64 half";
             EXPECT_EQ(i->swap_ab, 0) << i->name;
