@@ -25,7 +25,7 @@ static __device__ __forceinline__ int mkg_dispatch_fail(unsigned int *err, int l
 static __device__ __forceinline__ int mkg_dispatch_chunk_capable(int s)
 {
     switch (s) {
-#define MKG_X_CAPABLE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, nc) \
+#define MKG_X_CAPABLE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) \
     case MKG_SCHED_##name: return mkg_shape<tm, tn, tk, st, swap>::CHUNKED;
         MKG_SCHEDULE_LIST(MKG_X_CAPABLE)
 #undef MKG_X_CAPABLE
@@ -33,27 +33,26 @@ static __device__ __forceinline__ int mkg_dispatch_chunk_capable(int s)
     }
 }
 
-// Rows the dispatcher runs: not the shipped-kernel-only rows (MKG_SCHEDULE_SHIPPED_ONLY: cluster
-// launches, ping-pong consumers, and for now the multi-chain rows). The planner never puts them
-// in a table (mkg_plan_eligible) and the switches below compile no code for them.
+// Rows the dispatcher runs: rows that need a cluster launch (CL > 1) or the shipped kernel's
+// ping-pong consumers are shipped-kernel only. The planner never puts them in a table
+// (mkg_plan_eligible) and the switches below compile no code for them.
 // MKG_DISPATCH_ONLY_SHAPE (an experiment knob, -1 by default): compile only the rows whose
 // TM * 100000 + TN * 100 + ST equals it, to measure what the size of the switch costs a
 // launch (v17 in bench/NOTES.md). The others then read as rows the dispatcher does not run.
 #ifndef MKG_DISPATCH_ONLY_SHAPE
 #define MKG_DISPATCH_ONLY_SHAPE -1
 #endif
-static constexpr bool mkg_dispatch_row(int cl, int pp, int nc, int tm = 0, int tn = 0, int st = 0)
+static constexpr bool mkg_dispatch_row(int cl, int pp, int tm = 0, int tn = 0, int st = 0)
 {
-    return !MKG_SCHEDULE_SHIPPED_ONLY(cl, pp, nc) &&
-           (MKG_DISPATCH_ONLY_SHAPE < 0 || tm * 100000 + tn * 100 + st == MKG_DISPATCH_ONLY_SHAPE);
+    return cl == 1 && !pp && (MKG_DISPATCH_ONLY_SHAPE < 0 || tm * 100000 + tn * 100 + st == MKG_DISPATCH_ONLY_SHAPE);
 }
 
 // 1 if the dispatcher runs schedule s (see mkg_dispatch_row).
 static __device__ __forceinline__ int mkg_dispatch_runs(int s)
 {
     switch (s) {
-#define MKG_X_RUNS(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, nc) \
-    case MKG_SCHED_##name: return mkg_dispatch_row(cl, pp, nc, tm, tn, st);
+#define MKG_X_RUNS(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) \
+    case MKG_SCHED_##name: return mkg_dispatch_row(cl, pp, tm, tn, st);
         MKG_SCHEDULE_LIST(MKG_X_RUNS)
 #undef MKG_X_RUNS
     default: return 0;
@@ -144,7 +143,7 @@ static __device__ __forceinline__ int mkg_dispatch_begin(const mkg_layer_dev *ro
 static __device__ __forceinline__ int mkg_dispatch_units(const mkg_gemm_params *p, int s, int m)
 {
     switch (s) {
-#define MKG_X_UNITS(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, nc) \
+#define MKG_X_UNITS(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) \
     case MKG_SCHED_##name: return mkg_unit_count<tm, tn>(p, m, split);
         MKG_SCHEDULE_LIST(MKG_X_UNITS)
 #undef MKG_X_UNITS
@@ -164,9 +163,9 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
     if (DEPS && p->deps.wait) {
         int row0 = 0, row1 = 0;
         switch (s) {
-#define MKG_X_B_FIRST(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, nc)                                         \
+#define MKG_X_B_FIRST(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                         \
     case MKG_SCHED_##name:                                                                                       \
-        if constexpr (mkg_dispatch_row(cl, pp, nc, tm, tn, st))                                                                  \
+        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st))                                                                  \
             pre = mkg_gemm_produce_b_first<tm, tn, tk, st, swap>(p, m, unit, raster, group, split, r, sm, &row0, &row1); \
         break;
             MKG_SCHEDULE_LIST(MKG_X_B_FIRST)
@@ -176,9 +175,9 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
         mkg_gemm_wait_a_rows(p, m, row0, row1);
     }
     switch (s) {
-#define MKG_X_PRODUCE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, nc)                        \
+#define MKG_X_PRODUCE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                        \
     case MKG_SCHED_##name:                                                                      \
-        if constexpr (mkg_dispatch_row(cl, pp, nc, tm, tn, st))                                                 \
+        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st))                                                 \
             mkg_gemm_produce_rest<tm, tn, tk, st, swap>(p, m, unit, raster, group, split, r, sm, pre); \
         break;
         MKG_SCHEDULE_LIST(MKG_X_PRODUCE)
@@ -193,11 +192,11 @@ static __device__ __forceinline__ void mkg_dispatch_consume(const mkg_gemm_param
                                                             mkg_ring *r, const mkg_smem *sm, int wg)
 {
     switch (s) {
-#define MKG_X_CONSUME(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, nc)                                    \
+#define MKG_X_CONSUME(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                    \
     case MKG_SCHED_##name:                                                                                  \
-        if constexpr (mkg_dispatch_row(cl, pp, nc, tm, tn, st)) {                                                           \
+        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st)) {                                                           \
             float d[mkg_shape<tm, tn, tk, st, swap>::WN / 2], tot[1];                                      \
-            mkg_gemm_consume_step<DT, tm, tn, tk, st, swap, true, 1, false, nc>(p, m, unit, 0, raster, group, split, r, sm, \
+            mkg_gemm_consume_step<DT, tm, tn, tk, st, swap, true>(p, m, unit, 0, raster, group, split, r, sm, \
                                                                   wg, d, tot);                              \
         }                                                                                                   \
         break;
@@ -216,10 +215,10 @@ static __device__ __forceinline__ void mkg_dispatch_consume_step(const mkg_gemm_
                                                                  float *d, float *tot)
 {
     switch (s) {
-#define MKG_X_STEP(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, nc)                                            \
+#define MKG_X_STEP(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                            \
     case MKG_SCHED_##name:                                                                                       \
-        if constexpr (mkg_shape<tm, tn, tk, st, swap>::CHUNKED && mkg_dispatch_row(cl, pp, nc, tm, tn, st))                      \
-            mkg_gemm_consume_step<DT, tm, tn, tk, st, swap, false, 1, false, nc>(p, m, unit, c, raster, group, split, r, sm, wg, \
+        if constexpr (mkg_shape<tm, tn, tk, st, swap>::CHUNKED && mkg_dispatch_row(cl, pp, tm, tn, st))                      \
+            mkg_gemm_consume_step<DT, tm, tn, tk, st, swap, false>(p, m, unit, c, raster, group, split, r, sm, wg, \
                                                                    d, tot);                                      \
         break;
         MKG_SCHEDULE_LIST(MKG_X_STEP)
@@ -232,7 +231,7 @@ static __device__ __forceinline__ void mkg_dispatch_consume_step(const mkg_gemm_
 static __device__ __forceinline__ int mkg_dispatch_split(int s)
 {
     switch (s) {
-#define MKG_X_SPLIT(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, nc) \
+#define MKG_X_SPLIT(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) \
     case MKG_SCHED_##name: return split;
         MKG_SCHEDULE_LIST(MKG_X_SPLIT)
 #undef MKG_X_SPLIT

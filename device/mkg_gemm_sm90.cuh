@@ -43,15 +43,13 @@ static_assert(sizeof(mkg_gemm_params) + 3 * sizeof(int) <= 4096,
               "the shipped kernel takes mkg_gemm_params by value: 4 KB of kernel parameters");
 
 // Every schedule row compiles against the launch shape (mkg_shape's asserts).
-#define MKG_X_CHECK(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, nc)                               \
+#define MKG_X_CHECK(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                               \
     static_assert(sizeof(mkg_shape<tm, tn, tk, st, swap>) > 0, #name);                                 \
     static_assert(cl == 1 || (cl <= MKG_LAUNCH_MAX_CLUSTER && !swap && split == 1 &&                   \
                               ((tn / cl) == 64 || (tn / cl) == 128)),                                   \
                   #name ": cluster rows multicast a B box of TN / CL rows (a box class), no swap, no split"); \
-    static_assert(pp == 0 || ((tm == 64 || tm == 128) && !swap && split == 1 && cl == 1 && nc == 1), \
-                  #name ": ping-pong rows are 64- or 128-row tiles, no swap, no split, no cluster, one chain"); \
-    static_assert(nc >= 1 && mkg_shape<tm, tn, tk, st, swap>::WN % (8 * nc) == 0,                   \
-                  #name ": NC chains split the warpgroup's wgmma N into equal multiples of 8");
+    static_assert(pp == 0 || (tm == 128 && !swap && split == 1 && cl == 1),                           \
+                  #name ": ping-pong rows are 128-row tiles, no swap, no split, no cluster");
 MKG_SCHEDULE_LIST(MKG_X_CHECK)
 #undef MKG_X_CHECK
 
@@ -64,7 +62,7 @@ MKG_SCHEDULE_LIST(MKG_X_CHECK)
 // one kernel ptxas serialized every wgmma (C7520), and the flat chunk loop alone
 // measured 5-18% slower than the plain one on single-chunk GEMMs.
 // PP = 1: ping-pong consumers (mkg_gemm_consume_pp), one K chunk, no split.
-template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CH, int CL = 1, int PP = 0, int NC = 1>
+template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CH, int CL = 1, int PP = 0>
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
 mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int raster, int group, int split)
 {
@@ -76,8 +74,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
     const mkg_gemm_params *__restrict__ p = &params;
     extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
     static_assert(CL == 1 || !CH, "cluster rows run one K chunk");
-    static_assert(!PP || (!CH && CL == 1 && !SWAP && (TM == 64 || TM == 128)),
-                  "ping-pong rows: one chunk, no cluster, no swap");
+    static_assert(!PP || (!CH && CL == 1 && !SWAP && TM == 128), "ping-pong rows: one chunk, no cluster, no swap");
     const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
     typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
     const int m = p->m;
@@ -128,7 +125,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
         if constexpr (PP) {
             // Unit i of this CTA runs on warpgroup i & 1; see mkg_gemm_consume_pp for the hand-off
             // (warpgroup w waits on barrier BAR_PP + w; every arrive has its matching wait).
-            float dp[TM / 64 * TN / 2];                  // (TM, TN): one (64, TN) half per 64 rows
+            float dp[TN];                                // (128, TN): two (64, TN) halves
             const int mine = first < units ? (units - first + stride - 1) / stride : 0;
             int i = 0;
             for (int u = first; u < units; u += stride, ++i) {
@@ -150,7 +147,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
             static_assert(!CH || S::CHUNKED, "only rows with wgmma N <= MKG_CHUNKED_MAX_WN fold chunks");
             if constexpr (!CH) {
                 for (int u = first; u < units; u += stride)
-                    mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, true, CL, true, NC>(p, m, u, 0, raster, group,
+                    mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, true, CL, true>(p, m, u, 0, raster, group,
                                                                                     split, &ring, &sm, wg, d, tot);
             } else {
                 // One flat loop over (unit, chunk) steps: see mkg_gemm_consume_step.
@@ -158,7 +155,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
                 if (u < units)
                     mkg_unit_chunk_range(p, u, split, &c, &c_end);
                 while (u < units) {
-                    mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, true, NC>(p, m, u, c, raster, group,
+                    mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, true>(p, m, u, c, raster, group,
                                                                                     split, &ring, &sm, wg, d, tot);
                     if (++c == c_end) {
                         u += gridDim.x;
@@ -179,13 +176,12 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
         mkg_cluster_sync();
 }
 
-// The chunked instantiation of a row, or NULL for rows that cannot fold chunks (wgmma N
-// above MKG_CHUNKED_MAX_WN, cluster and ping-pong rows).
-template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CL, int PP = 0, int NC = 1>
+// The chunked instantiation of a row, or NULL for rows that cannot fold chunks.
+template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CL>
 static const void *mkg_chunked_kernel_sm90(void)
 {
-    if constexpr (mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED && CL == 1 && !PP)
-        return (const void *)mkg_gemm_persistent_sm90<DT, TM, TN, TK, ST, SWAP, 1, 1, 0, NC>;
+    if constexpr (mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED && CL == 1)
+        return (const void *)mkg_gemm_persistent_sm90<DT, TM, TN, TK, ST, SWAP, 1>;
     else
         return NULL;
 }

@@ -279,24 +279,6 @@ static __device__ __forceinline__ void mkg_gemm_produce_unit(const mkg_gemm_para
 
 // ---- consumers: 2 warpgroups, wg = 0 or 1 -------------------------------------------
 
-// One 32-byte K step of a warpgroup's (64, WN) tile as NC independent accumulator chains of
-// N = WN / NC: chain c covers Y rows [c WN / NC, (c + 1) WN / NC), which is B's smem at
-// + c (WN / NC) 128 bytes (whole 1024-byte swizzle atoms) and the accumulator fragment
-// d[c WN / (2 NC) ..] (the m64nN fragment is column-major in groups of 8 columns). Every
-// element is still one wgmma K chain, in the same order, so the bits do not depend on NC.
-// Why: a wgmma waits for the one before it on the same accumulators, so a warpgroup's step
-// costs at least one wgmma latency; small-grid rows (two m64n64 chains per SM) are bound by
-// it, not by the tensor cores (v21 in bench/NOTES.md).
-template <int WN, int NC, int DT>
-static __device__ __forceinline__ void mkg_wgmma_chains(float *d, uint64_t dx, uint64_t dy, uint32_t acc)
-{
-    constexpr int CN = WN / NC;
-    static_assert(WN % NC == 0 && CN % 8 == 0, "chains of whole 8-column groups");
-#pragma unroll
-    for (int c = 0; c < NC; ++c)
-        mkg_wgmma_m64k16<CN, DT>(d + c * (CN / 2), dx, dy + (uint64_t)(c * CN * 128 / 16), acc);
-}
-
 // Partials of (tile, chunk, warpgroup): 64 x WN floats laid out so that thread t's
 // float4 number q sits at q * 512 + 4 t (each warp moves 512 contiguous bytes).
 template <int WN>
@@ -397,7 +379,7 @@ static __device__ __forceinline__ void mkg_unit_chunk_range(const mkg_gemm_param
 // XE: staged epilogue stores use the shared memory past this row's ring (mkg_shape::EPI_BUFS
 // buffers per consumer), only where nothing else runs on the ring (the shipped kernel).
 template <int DT, int TM, int TN, int TK, int ST, int SWAP, bool ONE = !mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED,
-          int CL = 1, bool XE = false, int NC = 1>
+          int CL = 1, bool XE = false>
 static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_params *p, int m, int unit, int c,
                                                              int raster, int group, int split, mkg_ring *r,
                                                              const mkg_smem *sm, int wg, float *d, float *tot)
@@ -414,11 +396,9 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
     const int kb = c * u.kct, ke = min(kb + u.kct, u.kt);
     const int x0 = (SWAP ? u.t.n * TN : u.t.m * TM) + (int)x_row;
     const int y0 = (SWAP ? u.t.m * TM : u.t.n * TN) + (int)y_row;
-    // Block scales: e4m3 chunk steps of rows whose span holds one weight scale (host-checked).
-    constexpr bool BSROW = DT == MKG_DTYPE_E4M3 && !ONE && (SWAP || 128 % WN == 0);
-    const bool bscaled = BSROW && p->a_bscales;
+    const bool bscaled = DT == MKG_DTYPE_E4M3 && !ONE && p->a_bscales;
     mkg_bscale_in<WN, SWAP> bsf;
-    if constexpr (BSROW) {
+    if constexpr (DT == MKG_DTYPE_E4M3 && !ONE) {
         if (bscaled)
             bsf = mkg_block_scales_load<WN, SWAP>(p, m, x0, y0, c);
     }
@@ -442,8 +422,8 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
         mkg_wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < S::K_STEPS; ++kk)
-            mkg_wgmma_chains<WN, NC, DT>(d, dx + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP,
-                                         (kt != kb) || (kk != 0));
+            mkg_wgmma_m64k16<WN, DT>(d, dx + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP,
+                                     (kt != kb) || (kk != 0));
         mkg_wgmma_commit_group();
         // Keep one stage of wgmma in flight; the one before it has now retired,
         // so its slot goes back to the producer.
@@ -471,7 +451,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
         mkg_apply_input_scale<DT, WN / 2>(p, d);
         mkg_epilogue_store<WN, SWAP, EPI_NB>(p, m, d, x0, y0, r, epi, wg);
     } else {
-        if constexpr (BSROW) {
+        if constexpr (DT == MKG_DTYPE_E4M3) {
             if (bscaled)
                 mkg_block_scales_apply<WN, SWAP>(bsf, d);
         }
@@ -495,13 +475,10 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
 
 // ---- ping-pong consumers (PP rows; the shipped kernel only) ---------------------------
 //
-// One consumer warpgroup computes the whole TM x TN tile of a work unit (one K chunk, no
-// split): per 32-byte K step one wgmma m64nTN per 64 rows of A (TM = 128: rows 0..63 into d
-// and rows 64..127 into d + TN / 2, on the same B descriptor). The warpgroups take alternate
-// units of the CTA, so while one runs a unit's epilogue the other's mainloop keeps the tensor
-// cores busy. TM = 64 rows are the small-grid case: a grid of about one unit per SM, where the
-// second warpgroup has nothing to overlap and the point is the wide wgmma (m64n128 from one
-// warpgroup instead of two m64n64 from two: same tile area, half the instructions). Each
+// One consumer warpgroup computes the whole TM = 128 x TN tile of a work unit (one K chunk,
+// no split): per 32-byte K step two wgmma m64nTN, A rows 0..63 into d and rows 64..127 into
+// d + TN / 2, on the same B descriptor. The warpgroups take alternate units of the CTA, so
+// while one runs a unit's epilogue the other's mainloop keeps the tensor cores busy. Each
 // slot is consumed by one warpgroup, which arrives on its empty barrier for both (it counts
 // MKG_LAUNCH_CONSUMERS arrivals).
 // Hand-off: a warpgroup walks past the other's unit in the ring without waiting (skip), so
@@ -519,8 +496,8 @@ static __device__ __forceinline__ int mkg_pp_ktiles(const mkg_gemm_params *p)
     return min(mkg_chunk_ktiles(p->k, p->kc, TK), mkg_ceil_div(p->k, TK));
 }
 
-// d: TM / 64 * TN / 2 floats, owned by the caller. signal >= 0: after the K loop, arrive on
-// that named barrier for the other warpgroup (it runs the CTA's next unit).
+// d: TN floats, owned by the caller. signal >= 0: after the K loop, arrive on that named
+// barrier for the other warpgroup (it runs the CTA's next unit).
 template <int DT, int TM, int TN, int TK, int ST>
 static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params *p, int m, int unit, int raster,
                                                            int group, mkg_ring *r, const mkg_smem *sm, int wg,
@@ -528,14 +505,13 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
 {
     typedef mkg_shape<TM, TN, TK, ST, 0> S;
     constexpr int H = TN / 2;                                     // accumulators per m64 half
-    constexpr int HALVES = TM / 64;
-    static_assert(TM == 64 || TM == 128, "ping-pong rows: 64- or 128-row tiles, one warpgroup per tile");
+    static_assert(TM == 128 && S::WN == TN, "ping-pong rows: 128-row tiles, one warpgroup per tile");
     static_assert(TK * mkg_dtype_bytes<DT>() == 128, "a stage row is 128 bytes of the input dtype");
     const mkg_unit u = mkg_unit_of<TM, TN, TK>(p, m, unit, raster, group, 1);
     const bool releaser = (threadIdx.x & 127) == 0;
     const int ke = mkg_pp_ktiles<TK>(p);
 #pragma unroll
-    for (int i = 0; i < HALVES * H; ++i)
+    for (int i = 0; i < TN; ++i)
         d[i] = 0.0f;
     uint32_t prev = 0;
     for (int kt = 0; kt < ke; ++kt) {
@@ -550,9 +526,8 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
         for (int kk = 0; kk < S::K_STEPS; ++kk) {
             const uint32_t acc = (kt != 0) || (kk != 0);
             mkg_wgmma_m64k16<TN, DT>(d, dx0 + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP, acc);
-            if constexpr (HALVES == 2)
-                mkg_wgmma_m64k16<TN, DT>(d + H, dx1 + kk * MKG_WGMMA_DESC_K16_STEP,
-                                         dy + kk * MKG_WGMMA_DESC_K16_STEP, acc);
+            mkg_wgmma_m64k16<TN, DT>(d + H, dx1 + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP,
+                                     acc);
         }
         mkg_wgmma_commit_group();
         if (kt > 0) {
@@ -569,17 +544,16 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
         mkg_bar_arrive(signal, 256);                              // every K tile of this unit has landed
     mkg_wgmma_wait_group<0>();
 #pragma unroll
-    for (int i = 0; i < HALVES * H; ++i)
+    for (int i = 0; i < TN; ++i)
         mkg_fence_operand(d[i]);
     if (releaser) {
         mkg_ring_release<1>(sm, prev);
         mkg_ring_release<1>(sm, prev);
     }
     const int x0 = u.t.m * TM, y0 = u.t.n * TN;
-    mkg_apply_input_scale<DT, HALVES * H>(p, d);
+    mkg_apply_input_scale<DT, TN>(p, d);
     mkg_epilogue_store<TN, 0, S::EPI_BUFS>(p, m, d, x0, y0, r, sm->ring + S::EPI_OFF, wg);
-    if constexpr (HALVES == 2)
-        mkg_epilogue_store<TN, 0, S::EPI_BUFS>(p, m, d + H, x0 + 64, y0, r, sm->ring + S::EPI_OFF, wg);
+    mkg_epilogue_store<TN, 0, S::EPI_BUFS>(p, m, d + H, x0 + 64, y0, r, sm->ring + S::EPI_OFF, wg);
 }
 
 // The other warpgroup's unit: walk past its K tiles in the ring without touching them.

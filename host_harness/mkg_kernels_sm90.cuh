@@ -16,23 +16,23 @@
         }                                                                                  \
     }
 
-#define MKG_X_KERNEL_CASE_BF16(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, nc)                       \
+#define MKG_X_KERNEL_CASE_BF16(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                       \
     case MKG_SCHED_##name:                                                                             \
-        return chunked ? mkg_chunked_kernel_sm90<MKG_DTYPE_BF16, tm, tn, tk, st, swap, cl, pp, nc>()            \
-                       : (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_BF16, tm, tn, tk, st, swap, 0, cl, pp, nc>;
+        return chunked ? (pp ? NULL : mkg_chunked_kernel_sm90<MKG_DTYPE_BF16, tm, tn, tk, st, swap, cl>())            \
+                       : (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_BF16, tm, tn, tk, st, swap, 0, cl, pp>;
 // fp32 inputs (tf32 math): a 128-byte stage row is tk / 2 elements.
-#define MKG_X_KERNEL_CASE_FP32(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, nc)                       \
+#define MKG_X_KERNEL_CASE_FP32(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                       \
     case MKG_SCHED_##name:                                                                             \
-        return chunked ? mkg_chunked_kernel_sm90<MKG_DTYPE_FP32, tm, tn, tk / 2, st, swap, cl, pp, nc>()         \
-                       : (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_FP32, tm, tn, tk / 2, st, swap, 0, cl, pp, nc>;
+        return chunked ? (pp ? NULL : mkg_chunked_kernel_sm90<MKG_DTYPE_FP32, tm, tn, tk / 2, st, swap, cl>())         \
+                       : (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_FP32, tm, tn, tk / 2, st, swap, 0, cl, pp>;
 // e4m3 inputs (FP8): a 128-byte stage row is 2 tk elements.
-#define MKG_X_KERNEL_CASE_E4M3(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, nc)                       \
+#define MKG_X_KERNEL_CASE_E4M3(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                       \
     case MKG_SCHED_##name:                                                                             \
-        return chunked ? mkg_chunked_kernel_sm90<MKG_DTYPE_E4M3, tm, tn, tk * 2, st, swap, cl, pp, nc>()         \
-                       : (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_E4M3, tm, tn, tk * 2, st, swap, 0, cl, pp, nc>;
-#define MKG_X_KERNEL_CASE_FP16(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, nc)                       \
+        return chunked ? (pp ? NULL : mkg_chunked_kernel_sm90<MKG_DTYPE_E4M3, tm, tn, tk * 2, st, swap, cl>())         \
+                       : (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_E4M3, tm, tn, tk * 2, st, swap, 0, cl, pp>;
+#define MKG_X_KERNEL_CASE_FP16(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                       \
     case MKG_SCHED_##name:                                                                             \
-        return chunked ? mkg_chunked_kernel_sm90<MKG_DTYPE_FP16, tm, tn, tk, st, swap, cl, pp, nc>()            \
-                       : (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_FP16, tm, tn, tk, st, swap, 0, cl, pp, nc>;
+        return chunked ? (pp ? NULL : mkg_chunked_kernel_sm90<MKG_DTYPE_FP16, tm, tn, tk, st, swap, cl>())            \
+                       : (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_FP16, tm, tn, tk, st, swap, 0, cl, pp>;
 
 #endif /* MKG_KERNELS_SM90_CUH */

@@ -6,8 +6,8 @@
 #include "mkg_tile_order.h"
 
 static const mkg_schedule_info mkg_schedule_table[MKG_SCHED_COUNT] = {
-#define MKG_X_INFO(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, nc) \
-    {#name, tm, tn, tk, st, raster, group, swap, split, cl, pp, nc},
+#define MKG_X_INFO(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) \
+    {#name, tm, tn, tk, st, raster, group, swap, split, cl, pp},
     MKG_SCHEDULE_LIST(MKG_X_INFO)
 #undef MKG_X_INFO
 };
@@ -84,8 +84,6 @@ int mkg_schedule_wgmma_n(int s)
     const mkg_schedule_info *i = mkg_schedule_get(s);
     if (!i)
         return 0;
-    if (i->pingpong) /* one warpgroup per tile: m64nTN per 64 rows */
-        return i->tile_n;
     const int p = i->swap_ab ? i->tile_n : i->tile_m;
     const int q = i->swap_ab ? i->tile_m : i->tile_n;
     return p == 128 ? q : q / 2;

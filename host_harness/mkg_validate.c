@@ -135,9 +135,5 @@ mkg_status mkg_schedule_check(const mkg_gemm_desc *d, int s)
                                 d->a_block_scales;
     if (needs_chunk_row && (mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || info->cluster > 1 || info->pingpong))
         return MKG_ERR_SCHEDULE_INELIGIBLE;
-    /* Non-swap block scales take one weight scale per warpgroup span, so its wgmma N must
-     * divide 128. */
-    if (d->a_block_scales && !info->swap_ab && 128 % mkg_schedule_wgmma_n(s) != 0)
-        return MKG_ERR_SCHEDULE_INELIGIBLE;
     return MKG_OK;
 }

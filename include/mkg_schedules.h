@@ -38,48 +38,42 @@
 extern "C" {
 #endif
 
-/*  name                          TM   TN   TK  ST  RASTER        GROUP SWAP SPLIT CL  PP  NC */
+/*  name                          TM   TN   TK  ST  RASTER        GROUP SWAP SPLIT CL  PP */
 #define MKG_SCHEDULE_LIST(X)                                                             \
-    X(m128n256k64_s4_rm_g8,          128, 256, 64, 4, MKG_RASTER_M,  8,    0,    1,  1,  0,  1) \
-    X(m128n256k64_s4_rn_g8,          128, 256, 64, 4, MKG_RASTER_N,  8,    0,    1,  1,  0,  1) \
-    X(m128n256k64_s3_rm_g16,         128, 256, 64, 3, MKG_RASTER_M, 16,    0,    1,  1,  0,  1) \
-    X(m128n192k64_s4_rm_g8,          128, 192, 64, 4, MKG_RASTER_M,  8,    0,    1,  1,  0,  1) \
-    X(m128n128k64_s6_rm_g8,          128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1,  1,  0,  1) \
-    X(m128n128k64_s6_rn_g8,          128, 128, 64, 6, MKG_RASTER_N,  8,    0,    1,  1,  0,  1) \
-    X(m128n128k64_s6_rn_g8_sk4,      128, 128, 64, 6, MKG_RASTER_N,  8,    0,    4,  1,  0,  1) \
-    X(m128n64k64_s6_rn_g8,           128,  64, 64, 6, MKG_RASTER_N,  8,    0,    1,  1,  0,  1) \
-    X(m128n64k64_s6_rn_g8_sk4,       128,  64, 64, 6, MKG_RASTER_N,  8,    0,    4,  1,  0,  1) \
-    X(m64n256k64_s4_rm_g8,            64, 256, 64, 4, MKG_RASTER_M,  8,    0,    1,  1,  0,  1) \
-    X(m64n128k64_s5_rn_g8,            64, 128, 64, 5, MKG_RASTER_N,  8,    0,    1,  1,  0,  1) \
-    X(m64n64k64_s6_rn_g8,             64,  64, 64, 6, MKG_RASTER_N,  8,    0,    1,  1,  0,  1) \
-    X(m8n128k64_s8_swap_rn_g8,         8, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1,  0,  1) \
-    X(m16n128k64_s8_swap_rn_g8,       16, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1,  0,  1) \
-    X(m16n128k64_s8_swap_rn_g8_sk16,  16, 128, 64, 8, MKG_RASTER_N,  8,    1,   16,  1,  0,  1) \
-    X(m32n128k64_s8_swap_rn_g8,       32, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1,  0,  1) \
-    X(m32n128k64_s8_swap_rn_g8_sk8,   32, 128, 64, 8, MKG_RASTER_N,  8,    1,    8,  1,  0,  1) \
-    X(m64n128k64_s8_swap_rn_g8,       64, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1,  0,  1) \
-    X(m64n128k64_s8_swap_rn_g8_sk8,   64, 128, 64, 8, MKG_RASTER_N,  8,    1,    8,  1,  0,  1) \
-    X(m128n256k64_s4_rm_g8_c2,       128, 256, 64, 4, MKG_RASTER_M,  8,    0,    1,  2,  0,  1) \
-    X(m128n256k64_s4_rn_g8_c2,       128, 256, 64, 4, MKG_RASTER_N,  8,    0,    1,  2,  0,  1) \
-    X(m128n128k64_s6_rm_g8_c2,       128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1,  2,  0,  1) \
-    X(m128n128k64_s6_rn_g8_c2,       128, 128, 64, 6, MKG_RASTER_N,  8,    0,    1,  2,  0,  1) \
-    X(m128n256k64_s3_rn_g8,          128, 256, 64, 3, MKG_RASTER_N,  8,    0,    1,  1,  0,  1) \
-    X(m128n128k64_s6_rn_g8_pp,       128, 128, 64, 6, MKG_RASTER_N,  8,    0,    1,  1,  1,  1) \
-    X(m128n128k64_s6_rm_g8_pp,       128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1,  1,  1,  1) \
-    X(m128n64k64_s8_rn_g8,           128,  64, 64, 8, MKG_RASTER_N,  8,    0,    1,  1,  0,  1) \
-    X(m8n128k64_s11_swap_rn_g8,        8, 128, 64,11, MKG_RASTER_N,  8,    1,    1,  1,  0,  1) \
-    X(m128n192k64_s4_rm_g8_pp,       128, 192, 64, 4, MKG_RASTER_M,  8,    0,    1,  1,  1,  1) \
-    X(m16n64k64_s16_swap_rn_g8,       16,  64, 64,16, MKG_RASTER_N,  8,    1,    1,  1,  0,  1) \
-    X(m16n64k64_s16_swap_rn_g8_sk8,   16,  64, 64,16, MKG_RASTER_N,  8,    1,    8,  1,  0,  1) \
-    X(m64n128k64_s8_rn_g8_pp,         64, 128, 64, 8, MKG_RASTER_N,  8,    0,    1,  1,  1,  1) \
-    X(m64n192k64_s5_rn_g8_pp,         64, 192, 64, 5, MKG_RASTER_N,  8,    0,    1,  1,  1,  1) \
-    X(m64n96k64_s8_rn_g8_pp,          64,  96, 64, 8, MKG_RASTER_N,  8,    0,    1,  1,  1,  1) \
-    X(m128n64k64_s8_rn_g8_nc2,       128,  64, 64, 8, MKG_RASTER_N,  8,    0,    1,  1,  0,  2) \
-    X(m128n64k64_s8_rn_g8_nc4,       128,  64, 64, 8, MKG_RASTER_N,  8,    0,    1,  1,  0,  4) \
-    X(m128n128k64_s6_rm_g8_nc2,      128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1,  1,  0,  2)
+    X(m128n256k64_s4_rm_g8,          128, 256, 64, 4, MKG_RASTER_M,  8,    0,    1,  1,  0) \
+    X(m128n256k64_s4_rn_g8,          128, 256, 64, 4, MKG_RASTER_N,  8,    0,    1,  1,  0) \
+    X(m128n256k64_s3_rm_g16,         128, 256, 64, 3, MKG_RASTER_M, 16,    0,    1,  1,  0) \
+    X(m128n192k64_s4_rm_g8,          128, 192, 64, 4, MKG_RASTER_M,  8,    0,    1,  1,  0) \
+    X(m128n128k64_s6_rm_g8,          128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1,  1,  0) \
+    X(m128n128k64_s6_rn_g8,          128, 128, 64, 6, MKG_RASTER_N,  8,    0,    1,  1,  0) \
+    X(m128n128k64_s6_rn_g8_sk4,      128, 128, 64, 6, MKG_RASTER_N,  8,    0,    4,  1,  0) \
+    X(m128n64k64_s6_rn_g8,           128,  64, 64, 6, MKG_RASTER_N,  8,    0,    1,  1,  0) \
+    X(m128n64k64_s6_rn_g8_sk4,       128,  64, 64, 6, MKG_RASTER_N,  8,    0,    4,  1,  0) \
+    X(m64n256k64_s4_rm_g8,            64, 256, 64, 4, MKG_RASTER_M,  8,    0,    1,  1,  0) \
+    X(m64n128k64_s5_rn_g8,            64, 128, 64, 5, MKG_RASTER_N,  8,    0,    1,  1,  0) \
+    X(m64n64k64_s6_rn_g8,             64,  64, 64, 6, MKG_RASTER_N,  8,    0,    1,  1,  0) \
+    X(m8n128k64_s8_swap_rn_g8,         8, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1,  0) \
+    X(m16n128k64_s8_swap_rn_g8,       16, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1,  0) \
+    X(m16n128k64_s8_swap_rn_g8_sk16,  16, 128, 64, 8, MKG_RASTER_N,  8,    1,   16,  1,  0) \
+    X(m32n128k64_s8_swap_rn_g8,       32, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1,  0) \
+    X(m32n128k64_s8_swap_rn_g8_sk8,   32, 128, 64, 8, MKG_RASTER_N,  8,    1,    8,  1,  0) \
+    X(m64n128k64_s8_swap_rn_g8,       64, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1,  0) \
+    X(m64n128k64_s8_swap_rn_g8_sk8,   64, 128, 64, 8, MKG_RASTER_N,  8,    1,    8,  1,  0) \
+    X(m128n256k64_s4_rm_g8_c2,       128, 256, 64, 4, MKG_RASTER_M,  8,    0,    1,  2,  0) \
+    X(m128n256k64_s4_rn_g8_c2,       128, 256, 64, 4, MKG_RASTER_N,  8,    0,    1,  2,  0) \
+    X(m128n128k64_s6_rm_g8_c2,       128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1,  2,  0) \
+    X(m128n128k64_s6_rn_g8_c2,       128, 128, 64, 6, MKG_RASTER_N,  8,    0,    1,  2,  0) \
+    X(m128n256k64_s3_rn_g8,          128, 256, 64, 3, MKG_RASTER_N,  8,    0,    1,  1,  0) \
+    X(m128n128k64_s6_rn_g8_pp,       128, 128, 64, 6, MKG_RASTER_N,  8,    0,    1,  1,  1) \
+    X(m128n128k64_s6_rm_g8_pp,       128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1,  1,  1) \
+    X(m128n64k64_s8_rn_g8,           128,  64, 64, 8, MKG_RASTER_N,  8,    0,    1,  1,  0) \
+    X(m8n128k64_s11_swap_rn_g8,        8, 128, 64,11, MKG_RASTER_N,  8,    1,    1,  1,  0) \
+    X(m128n192k64_s4_rm_g8_pp,       128, 192, 64, 4, MKG_RASTER_M,  8,    0,    1,  1,  1) \
+    X(m16n64k64_s16_swap_rn_g8,       16,  64, 64,16, MKG_RASTER_N,  8,    1,    1,  1,  0) \
+    X(m16n64k64_s16_swap_rn_g8_sk8,   16,  64, 64,16, MKG_RASTER_N,  8,    1,    8,  1,  0)
 
 typedef enum mkg_schedule {
-#define MKG_X_ENUM(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, nc) MKG_SCHED_##name,
+#define MKG_X_ENUM(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) MKG_SCHED_##name,
     MKG_SCHEDULE_LIST(MKG_X_ENUM)
 #undef MKG_X_ENUM
     MKG_SCHED_COUNT
@@ -99,12 +93,6 @@ typedef enum mkg_schedule {
 #define MKG_LAUNCH_SMEM_BYTES    (MKG_LAUNCH_RING_BYTES + MKG_LAUNCH_EPI_BYTES + 1024 + 512) /* + barriers, flags, alignment */
 #define MKG_LAUNCH_MAX_CLUSTER   2          /* largest CL column (CTAs per cluster) */
 
-/* Rows that only the shipped kernel runs: cluster launches (CL > 1) and ping-pong consumers
- * (PP). The planner never puts them in a table and the device dispatcher compiles no code for
- * them (a dispatcher runs cooperative consumers in plain launches; every row it runs also
- * enlarges its switch, whose size costs every dispatched launch: v17/v18 in bench/NOTES.md). */
-#define MKG_SCHEDULE_SHIPPED_ONLY(cl, pp, nc) ((cl) > 1 || (pp) != 0 || (nc) > 1)
-
 /* Host-side metadata of one row. */
 typedef struct mkg_schedule_info {
     const char *name;
@@ -112,7 +100,6 @@ typedef struct mkg_schedule_info {
     int raster, group, swap_ab, split;
     int cluster;        /* CTAs per cluster (CL column) */
     int pingpong;       /* 1: ping-pong consumers (PP column) */
-    int chains;         /* wgmma accumulator chains per consumer warpgroup (NC column) */
 } mkg_schedule_info;
 
 /** Metadata of schedule s, or NULL when s is not a table row. */
