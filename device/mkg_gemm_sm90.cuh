@@ -46,7 +46,7 @@ static_assert(sizeof(mkg_gemm_params) + 3 * sizeof(int) <= 4096,
 #define MKG_X_CHECK(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                               \
     static_assert(sizeof(mkg_shape<tm, tn, tk, st, swap>) > 0, #name);                                 \
     static_assert(cl == 1 || (cl <= MKG_LAUNCH_MAX_CLUSTER && !swap && split == 1 &&                   \
-                              ((tn / cl) == 32 || (tn / cl) == 64 || (tn / cl) == 128)),                \
+                              ((tn / cl) == 64 || (tn / cl) == 128)),                                   \
                   #name ": cluster rows multicast a B box of TN / CL rows (a box class), no swap, no split"); \
     static_assert(pp == 0 || (tm == 128 && !swap && split == 1 && cl == 1),                           \
                   #name ": ping-pong rows are 128-row tiles, no swap, no split, no cluster");
@@ -150,17 +150,25 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
                     mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, true, CL, true>(p, m, u, 0, raster, group,
                                                                                     split, &ring, &sm, wg, d, tot);
             } else {
-                // One flat loop over (unit, chunk) steps: see mkg_gemm_consume_step.
-                int u = blockIdx.x, c = 0, c_end = 0;
-                if (u < units)
-                    mkg_unit_chunk_range(p, u, split, &c, &c_end);
+                // One flat loop over (unit, chunk) steps: see mkg_gemm_consume_step. The unit's
+                // coordinates are worked out once per unit, not once per step (v23).
+                int u = blockIdx.x, c = 0;
+                mkg_unit uu{};
+                mkg_bscale_in<S::WN, SWAP> bs{};             // next chunk's block scales (e4m3)
+                if (u < units) {
+                    uu = mkg_unit_of<TM, TN, TK>(p, m, u, raster, group, split);
+                    c = uu.c0;
+                }
                 while (u < units) {
                     mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, true>(p, m, u, c, raster, group,
-                                                                                    split, &ring, &sm, wg, d, tot);
-                    if (++c == c_end) {
+                                                                                    split, &ring, &sm, wg, d, tot,
+                                                                                    &uu, &bs);
+                    if (++c == uu.c1) {
                         u += gridDim.x;
-                        if (u < units)
-                            mkg_unit_chunk_range(p, u, split, &c, &c_end);
+                        if (u < units) {
+                            uu = mkg_unit_of<TM, TN, TK>(p, m, u, raster, group, split);
+                            c = uu.c0;
+                        }
                     }
                 }
             }

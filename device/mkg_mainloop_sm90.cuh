@@ -378,18 +378,26 @@ static __device__ __forceinline__ void mkg_unit_chunk_range(const mkg_gemm_param
 // multicast into it), and only one-chunk units run.
 // XE: staged epilogue stores use the shared memory past this row's ring (mkg_shape::EPI_BUFS
 // buffers per consumer), only where nothing else runs on the ring (the shipped kernel).
+// pu: the unit's mkg_unit_of, when the caller keeps it across the unit's steps (the shipped
+// kernel: per step its integer divisions cost more than a 128-deep e4m3 chunk's wgmma, v23);
+// NULL: computed here. bs: the caller's block-scale carry (shipped kernel): a step loads the
+// next chunk's scales while its own chunk runs, and only a unit's first chunk waits for its own.
 template <int DT, int TM, int TN, int TK, int ST, int SWAP, bool ONE = !mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED,
           int CL = 1, bool XE = false>
 static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_params *p, int m, int unit, int c,
                                                              int raster, int group, int split, mkg_ring *r,
-                                                             const mkg_smem *sm, int wg, float *d, float *tot)
+                                                             const mkg_smem *sm, int wg, float *d, float *tot,
+                                                             const mkg_unit *pu = nullptr,
+                                                             mkg_bscale_in<mkg_shape<TM, TN, TK, ST, SWAP>::WN, SWAP>
+                                                                 *bs = nullptr)
 {
     typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
     constexpr int WN = S::WN;
     static_assert(CL == 1 || ONE, "cluster rows run one chunk per unit");
     static_assert(TK * mkg_dtype_bytes<DT>() == 128, "a stage row is 128 bytes of the input dtype");
-    const mkg_unit u = mkg_unit_of<TM, TN, TK, CL>(p, m, unit, raster, group, split,
-                                                   CL > 1 ? mkg_cluster_ctarank() : 0u);
+    const mkg_unit u = pu ? *pu
+                          : mkg_unit_of<TM, TN, TK, CL>(p, m, unit, raster, group, split,
+                                                        CL > 1 ? mkg_cluster_ctarank() : 0u);
     const uint32_t x_row = S::P == 128 ? 64u * wg : 0u;          // this warpgroup's X rows
     const uint32_t y_row = S::P == 128 ? 0u : (uint32_t)(WN * wg); // this warpgroup's Y rows
     const bool releaser = (threadIdx.x & 127) == 0;
@@ -399,8 +407,15 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
     const bool bscaled = DT == MKG_DTYPE_E4M3 && !ONE && p->a_bscales;
     mkg_bscale_in<WN, SWAP> bsf;
     if constexpr (DT == MKG_DTYPE_E4M3 && !ONE) {
-        if (bscaled)
-            bsf = mkg_block_scales_load<WN, SWAP>(p, m, x0, y0, c);
+        if (bscaled) {
+            if (!bs) {
+                bsf = mkg_block_scales_load<WN, SWAP>(p, m, x0, y0, c);
+            } else {
+                bsf = c == u.c0 ? mkg_block_scales_load<WN, SWAP>(p, m, x0, y0, c) : *bs;
+                if (c + 1 < u.c1)
+                    *bs = mkg_block_scales_load<WN, SWAP>(p, m, x0, y0, c + 1);
+            }
+        }
     }
     static_assert(ONE || S::CHUNKED, "kernels with wgmma N > MKG_CHUNKED_MAX_WN run one chunk per unit");
     if constexpr (ONE) {
