@@ -102,36 +102,20 @@ static __device__ __forceinline__ mkg_bscale_in<WN, SWAP> mkg_block_scales_load(
     return f;
 }
 
-// Chunk fold of the accumulator column groups [J0, J1) (8 columns each: d[4j .. 4j + 3]):
-// block scales (when bscaled), the split partial (when pat), then tot = v for the unit's
-// first chunk, else tot + v. Each element goes through the same operations in the same
-// order whatever the range, so folding a tile in two halves gives the bits of one pass.
-// d is only read: writing accumulators while other wgmma of the step are in flight makes
-// ptxas serialize every wgmma of the kernel (C7515).
-template <int WN, int SWAP, int J0, int J1>
-static __device__ __forceinline__ void mkg_chunk_fold_range(const mkg_bscale_in<WN, SWAP> &f, bool bscaled,
-                                                            const float *d, float *tot, bool first, float *pat)
+template <int WN, int SWAP>
+static __device__ __forceinline__ void mkg_block_scales_apply(const mkg_bscale_in<WN, SWAP> &f, float *d)
 {
 #pragma unroll
-    for (int j = J0; j < J1; ++j) {
-        float v[4];
+    for (int j = 0; j < WN / 8; ++j) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
+            const float fy = f.fy[SWAP ? 2 * j + e : 0];
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
-                v[2 * h + e] = d[4 * j + 2 * h + e];
-                if (bscaled) {
-                    const float fy = f.fy[SWAP ? 2 * j + e : 0];
-                    const float s = SWAP ? __fmul_rn(fy, f.fx[h]) : __fmul_rn(f.fx[h], fy);   // sa * sb
-                    v[2 * h + e] = __fmul_rn(v[2 * h + e], s);
-                }
+                const float s = SWAP ? __fmul_rn(fy, f.fx[h]) : __fmul_rn(f.fx[h], fy);   // sa * sb
+                d[4 * j + 2 * h + e] = __fmul_rn(d[4 * j + 2 * h + e], s);
             }
         }
-        if (pat)
-            mkg_st_global_v4(pat + 512 * j, v[0], v[1], v[2], v[3]);
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-            tot[4 * j + i] = first ? v[i] : tot[4 * j + i] + v[i];
     }
 }
 
@@ -303,6 +287,14 @@ static __device__ __forceinline__ float *mkg_partial_at(const mkg_gemm_params *p
     return p->partials + ((size_t)(u->tile * u->chunks + c) * 2 + wg) * (64 * WN) + 4 * (threadIdx.x & 127);
 }
 
+template <int WN>
+static __device__ __forceinline__ void mkg_partial_store(float *at, const float *d)
+{
+#pragma unroll
+    for (int q = 0; q < WN / 8; ++q)
+        mkg_st_global_v4(at + 512 * q, d[4 * q], d[4 * q + 1], d[4 * q + 2], d[4 * q + 3]);
+}
+
 // d = partial(chunk 0) + partial(1) + ... in chunk order (d: the fold registers).
 // GROUPED: the loads of G chunks go out together before their adds (at most 32 floats in
 // flight per thread): a warp issues in order, so one chunk at a time costs one L2 round trip
@@ -433,12 +425,6 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
         for (int i = 0; i < WN / 2; ++i)
             d[i] = 0.0f;
     }
-    // HALVES (e4m3 chunk steps of non-swap n128 rows, where block scales make every 128-deep
-    // K tile a chunk): each K tile is issued as two m64n64 groups, columns 0..63 then 64..127,
-    // so the first half folds while the second half's wgmma still run (v24). Same K order per
-    // element: the bits do not change.
-    constexpr bool HALVES = DT == MKG_DTYPE_E4M3 && !ONE && !SWAP && WN == 128;
-    constexpr int GPT = HALVES ? 2 : 1;                          // commit groups per K tile
     uint32_t prev = 0;
     for (int kt = kb; kt < ke; ++kt) {
         const uint32_t s = r->slot;
@@ -449,47 +435,28 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
         const uint64_t dx = mkg_wgmma_desc_sw128(stage + S::X_OFF + x_row * 128u);
         const uint64_t dy = mkg_wgmma_desc_sw128(stage + S::Y_OFF + y_row * 128u);
         mkg_wgmma_fence();
-        if constexpr (HALVES) {
 #pragma unroll
-            for (int hf = 0; hf < 2; ++hf) {
-#pragma unroll
-                for (int kk = 0; kk < S::K_STEPS; ++kk)
-                    mkg_wgmma_m64k16<WN / 2, DT>(d + hf * (WN / 4), dx + kk * MKG_WGMMA_DESC_K16_STEP,
-                                                 dy + kk * MKG_WGMMA_DESC_K16_STEP + hf * (WN / 2 * 128 / 16),
-                                                 (kt != kb) || (kk != 0));
-                mkg_wgmma_commit_group();
-            }
-        } else {
-#pragma unroll
-            for (int kk = 0; kk < S::K_STEPS; ++kk)
-                mkg_wgmma_m64k16<WN, DT>(d, dx + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP,
-                                         (kt != kb) || (kk != 0));
-            mkg_wgmma_commit_group();
-        }
+        for (int kk = 0; kk < S::K_STEPS; ++kk)
+            mkg_wgmma_m64k16<WN, DT>(d, dx + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP,
+                                     (kt != kb) || (kk != 0));
+        mkg_wgmma_commit_group();
         // Keep one stage of wgmma in flight; the one before it has now retired,
         // so its slot goes back to the producer.
         if (kt > kb) {
-            mkg_wgmma_wait_group<GPT>();
+            mkg_wgmma_wait_group<1>();
             if (releaser)
                 mkg_ring_release<CL>(sm, prev);
         }
         prev = s;
         mkg_ring_advance<ST>(r);
     }
-    if constexpr (HALVES) {
-        mkg_wgmma_wait_group<1>();                                // the last K tile's first half is in
+    mkg_wgmma_wait_group<0>();
 #pragma unroll
-        for (int i = 0; i < WN / 4; ++i)
-            mkg_fence_operand(d[i]);
-    } else {
-        mkg_wgmma_wait_group<0>();
-#pragma unroll
-        for (int i = 0; i < WN / 2; ++i)
-            mkg_fence_operand(d[i]);
-        MKG_PROBE(4 + 4 * wg);
-        if (releaser)
-            mkg_ring_release<CL>(sm, prev);
-    }
+    for (int i = 0; i < WN / 2; ++i)
+        mkg_fence_operand(d[i]);
+    MKG_PROBE(4 + 4 * wg);
+    if (releaser)
+        mkg_ring_release<CL>(sm, prev);
 
     constexpr int EPI_NB = XE ? S::EPI_BUFS : 2;                  // staging buffers per consumer
     const uint32_t epi = XE ? sm->ring + S::EPI_OFF : sm->epi;
@@ -499,21 +466,16 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
         mkg_apply_input_scale<DT, WN / 2>(p, d);
         mkg_epilogue_store<WN, SWAP, EPI_NB>(p, m, d, x0, y0, r, epi, wg);
     } else {
-        const bool partials = u.splits > 1;
-        float *pat = partials ? mkg_partial_at<WN>(p, &u, c, wg) : nullptr;
-        if constexpr (HALVES) {
-            mkg_chunk_fold_range<WN, SWAP, 0, WN / 16>(bsf, bscaled, d, tot, c == u.c0, pat);
-            mkg_wgmma_wait_group<0>();                            // the second half
-#pragma unroll
-            for (int i = WN / 4; i < WN / 2; ++i)
-                mkg_fence_operand(d[i]);
-            MKG_PROBE(4 + 4 * wg);
-            if (releaser)
-                mkg_ring_release<CL>(sm, prev);
-            mkg_chunk_fold_range<WN, SWAP, WN / 16, WN / 8>(bsf, bscaled, d, tot, c == u.c0, pat);
-        } else {
-            mkg_chunk_fold_range<WN, SWAP, 0, WN / 8>(bsf, bscaled, d, tot, c == u.c0, pat);
+        if constexpr (DT == MKG_DTYPE_E4M3) {
+            if (bscaled)
+                mkg_block_scales_apply<WN, SWAP>(bsf, d);
         }
+        const bool partials = u.splits > 1;
+        if (partials)
+            mkg_partial_store<WN>(mkg_partial_at<WN>(p, &u, c, wg), d);
+#pragma unroll
+        for (int i = 0; i < WN / 2; ++i)
+            tot[i] = c == u.c0 ? d[i] : tot[i] + d[i];
         if (c + 1 < u.c1)
             return;                                   // the unit's next chunk follows on this CTA
         if (partials) {
