@@ -587,10 +587,12 @@ static __device__ __forceinline__ void mkg_gemm_consume_unit(const mkg_gemm_para
                                                              int group, int split, mkg_ring *r, const mkg_smem *sm,
                                                              int wg, float *d, float *tot)
 {
-    int c0, c1;
-    mkg_unit_chunk_range(p, unit, split, &c0, &c1);
-    for (int c = c0; c < c1; ++c)
-        mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP>(p, m, unit, c, raster, group, split, r, sm, wg, d, tot);
+    // The unit once, and block scales one chunk ahead, as in the shipped kernel's step loop (v23).
+    const mkg_unit u = mkg_unit_of<TM, TN, TK>(p, m, unit, raster, group, split);
+    mkg_bscale_in<mkg_shape<TM, TN, TK, ST, SWAP>::WN, SWAP> bs{};
+    for (int c = u.c0; c < u.c1; ++c)
+        mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP>(p, m, unit, c, raster, group, split, r, sm, wg, d, tot, &u,
+                                                        &bs);
 }
 
 #endif /* MKG_MAINLOOP_SM90_CUH */
