@@ -1,0 +1,413 @@
+// rate_probe.cu - what one SM's tensor cores and TMA unit deliver, apart from the GEMM.
+//
+// The small-grid rows (bench/NOTES.md, v20-v22) run at ~100 cycles per K16 step of a 128x64 tile
+// (64 cycles of tensor work) and v20's one-warpgroup m64n128 at ~143, while cuBLASLt's one
+// warpgroup of m64n144 runs 93. This program separates the two sides of that step:
+//   wgmma: warpgroups issue the shipped loop (per 64-deep K tile: fence, 4 x m64nNk16 on one
+//          resident stage, commit, wait_group 1) with no loads at all; optionally one more warp
+//          streams TMA loads into other shared memory at the same time (write contention).
+//   tma:   one thread per CTA keeps S stages of (A rows + B rows) x 128 bytes in flight from a
+//          matrix that is L2-resident (8 MB) or not (256 MB, each stage new), on G CTAs.
+// Prints cycles per K16 step (wgmma) and bytes per cycle per SM and per-stage latency (tma).
+// Usage: mkg_rate_probe   (needs an sm_90 GPU)
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mkg_ptx_sm90.cuh"
+#include "mkg_types.h"
+#include "mkg_wgmma_sm90.cuh"
+
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+#define SMEM_BYTES (200 * 1024)
+#define OP_BYTES (48 * 1024)        // wgmma operands: A (NW x 8 KB) + B (N x 128 B, N <= 256)
+#define STREAM_OFF OP_BYTES         // TMA stream ring: up to 8 stages of 16 KB
+
+__device__ unsigned long long g_cycles[1024][4];
+
+struct stream_args {
+    CUtensorMap map;                // bf16 rows x cols, box 64 cols x rows_a rows, 128B swizzle
+    CUtensorMap map_b;              // the same matrix, box 64 cols x rows_b rows
+    int rows_a, rows_b;             // box rows per stage (two loads: A rows and B rows)
+    int tiles_r, tiles_c;           // row tiles (of rows_a + rows_b) and 64-col tiles of the matrix
+    int stages;                     // in flight
+    int iters;                      // stages loaded per CTA
+    int fresh;                      // 1: every CTA streams its own tiles (no reuse); 0: all share
+    int spin;                       // waits: 0 mbarrier.try_wait loop, 1 mbarrier.test_wait spin
+    int pairs;                      // independent producer/consumer pairs per CTA (1 or 2)
+};
+
+static __device__ __forceinline__ uint32_t test_wait_parity(uint32_t bar, uint32_t parity)
+{
+    uint32_t done;
+    asm volatile("{\n\t.reg .pred p;\n\t"
+                 "mbarrier.test_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2;\n\t"
+                 "selp.u32 %0, 1, 0, p;\n\t}"
+                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    return done;
+}
+
+static __device__ __forceinline__ void wait_parity(uint32_t bar, uint32_t parity, int spin)
+{
+    if (spin) {
+        while (!test_wait_parity(bar, parity)) {
+        }
+    } else {
+        mkg_mbarrier_wait_parity(bar, parity);
+    }
+}
+
+// One thread: keeps a.stages stage loads in flight, waits for each in order; returns cycles.
+// *parity: bit s = completed phases of barrier s mod 2, carried from call to call.
+static __device__ unsigned long long stream_loads(const stream_args &a, uint32_t ring, uint32_t bars, int iters,
+                                                  uint32_t *parity_io, int stages = 0)
+{
+    if (!stages)
+        stages = a.stages;
+    const uint32_t sb = (uint32_t)(a.rows_a + a.rows_b) * 128u;
+    unsigned long long t0 = clock64();
+    uint32_t parity = *parity_io;
+    for (int i = 0; i < iters + stages; ++i) {
+        if (i >= stages) {
+            const int s = (i - stages) % stages;
+            mkg_mbarrier_wait_parity(bars + 8u * s, (parity >> s) & 1u);
+            parity ^= 1u << s;
+        }
+        if (i < iters) {
+            const int s = i % stages;
+            const int t = a.fresh ? (int)blockIdx.x * iters + i : i;
+            const int col = (t % a.tiles_c) * 64;
+            const int row = ((t / a.tiles_c + (a.fresh ? 0 : (int)blockIdx.x)) % a.tiles_r) * (a.rows_a + a.rows_b);
+            mkg_mbarrier_arrive_expect_tx(bars + 8u * s, sb);
+            mkg_tma_load_2d(ring + s * sb, &a.map, bars + 8u * s, col, row);
+            if (a.rows_b)
+                mkg_tma_load_2d(ring + s * sb + a.rows_a * 128u, &a.map_b, bars + 8u * s, col, row + a.rows_a);
+        }
+    }
+    *parity_io = parity;
+    return clock64() - t0;
+}
+
+// The GEMM's protocol without the math: thread 64 q (producer q) waits on empty[s], arms full[s]
+// and issues the stage's loads; thread 64 q + 32 (consumer q) waits on full[s] and releases
+// empty[s] at once. With two pairs, each runs its own ring of a.stages slots and barriers.
+__global__ void __launch_bounds__(128, 1) k_tma(const __grid_constant__ stream_args a)
+{
+    extern __shared__ __align__(1024) unsigned char smem[];
+    const uint32_t base0 = (mkg_smem_addr(smem) + 1023u) & ~1023u;
+    const uint32_t sb = (uint32_t)(a.rows_a + a.rows_b) * 128u;
+    const int st = a.stages;
+    const int q = (int)threadIdx.x / 64;
+    const uint32_t full = base0 + 192 * 1024 + 128u * q, empty = full + 64;
+    const uint32_t base = base0 + (uint32_t)q * st * sb;
+    if (threadIdx.x % 64 == 0 && q < a.pairs) {
+        mkg_prefetch_tensormap(&a.map);
+        mkg_prefetch_tensormap(&a.map_b);
+        for (int s = 0; s < 8; ++s) {
+            mkg_mbarrier_init(full + 8u * s, 1);
+            mkg_mbarrier_init(empty + 8u * s, 1);
+        }
+        mkg_fence_mbarrier_init();
+    }
+    __syncthreads();
+    if (q >= a.pairs)
+        return;
+    if (threadIdx.x % 64 == 0) {
+        uint32_t parity = 0;
+        for (int i = 0; i < a.iters + 2; ++i) {               // the first 2 stages are warm-up
+            const int s = i % st;
+            wait_parity(empty + 8u * s, ((parity >> s) & 1u) ^ 1u, a.spin);
+            parity ^= 1u << s;
+            const int t = (a.fresh ? (int)blockIdx.x * (a.iters + 2) + i : i) + 977 * q;
+            const int col = (t % a.tiles_c) * 64;
+            const int row = ((t / a.tiles_c + (a.fresh ? 0 : (int)blockIdx.x)) % a.tiles_r) * (a.rows_a + a.rows_b);
+            mkg_mbarrier_arrive_expect_tx(full + 8u * s, sb);
+            mkg_tma_load_2d(base + s * sb, &a.map, full + 8u * s, col, row);
+            if (a.rows_b)
+                mkg_tma_load_2d(base + s * sb + a.rows_a * 128u, &a.map_b, full + 8u * s, col, row + a.rows_a);
+        }
+    } else if (threadIdx.x % 64 == 32) {
+        uint32_t parity = 0;
+        unsigned long long t0 = 0;
+        for (int i = 0; i < a.iters + 2; ++i) {
+            const int s = i % st;
+            wait_parity(full + 8u * s, (parity >> s) & 1u, a.spin);
+            parity ^= 1u << s;
+            mkg_mbarrier_arrive(empty + 8u * s);
+            if (i == 1)
+                t0 = clock64();
+        }
+        g_cycles[blockIdx.x][q] = clock64() - t0;          // a.iters stages after the second landed
+    }
+}
+
+// NW consumer warpgroups (threads 0 .. 128 NW - 1) run the shipped K-tile loop on resident
+// operands; STREAM: warp 4 NW (one more warp) streams TMA loads meanwhile.
+template <int NW, int N, bool STREAM>
+__global__ void __launch_bounds__(128 * NW + 32, 1) k_wgmma(const __grid_constant__ stream_args a, int ktiles)
+{
+    extern __shared__ __align__(1024) unsigned char smem[];
+    const uint32_t base = (mkg_smem_addr(smem) + 1023u) & ~1023u;
+    const uint32_t bars = base + 192 * 1024;
+    for (int i = threadIdx.x; i < OP_BYTES / 4; i += blockDim.x)
+        mkg_st_shared_b32(base + 4u * i, 0x3f803f80u);      // bf16 1.0 pairs
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < 8; ++s)
+            mkg_mbarrier_init(bars + 8u * s, 1);
+        mkg_fence_mbarrier_init();
+    }
+    mkg_fence_proxy_async_shared();
+    __syncthreads();
+    const int wg = threadIdx.x / 128;
+    if (wg < NW) {
+        float d[N / 2];
+#pragma unroll
+        for (int i = 0; i < N / 2; ++i)
+            d[i] = 0.0f;
+        const uint64_t da = mkg_wgmma_desc_sw128(base + (uint32_t)wg * 8192u);
+        const uint64_t db = mkg_wgmma_desc_sw128(base + (uint32_t)NW * 8192u);
+        const unsigned long long t0 = clock64();
+        for (int kt = 0; kt < ktiles; ++kt) {
+            mkg_wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk)
+                mkg_wgmma_m64k16<N, MKG_DTYPE_BF16>(d, da + kk * MKG_WGMMA_DESC_K16_STEP,
+                                                    db + kk * MKG_WGMMA_DESC_K16_STEP, 1u);
+            mkg_wgmma_commit_group();
+            mkg_wgmma_wait_group<1>();
+        }
+        mkg_wgmma_wait_group<0>();
+        const unsigned long long t1 = clock64();
+        float s = 0.0f;
+#pragma unroll
+        for (int i = 0; i < N / 2; ++i)
+            s += d[i];
+        if ((threadIdx.x & 127) == 0)
+            g_cycles[blockIdx.x][wg] = (t1 - t0) | (s == -1.0f ? 1ull : 0ull);
+    } else if (STREAM && threadIdx.x == 128 * NW) {
+        mkg_prefetch_tensormap(&a.map);
+        uint32_t parity = 0;
+        g_cycles[blockIdx.x][3] = stream_loads(a, base + STREAM_OFF, bars, a.iters, &parity);
+    }
+}
+
+typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                              const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
+                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+static void encode(CUtensorMap *map, void *ptr, int rows, int cols, int box_rows)
+{
+    static encode_fn enc = NULL;
+    if (!enc) {
+        void *fn = NULL;
+        enum cudaDriverEntryPointQueryResult q;
+        CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
+        enc = (encode_fn)fn;
+    }
+    const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
+    const cuuint64_t strides[1] = {(cuuint64_t)cols * 2};
+    const cuuint32_t box[2] = {64, (cuuint32_t)box_rows};
+    const cuuint32_t es[2] = {1, 1};
+    if (enc(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, ptr, dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) !=
+        CUDA_SUCCESS) {
+        fprintf(stderr, "cuTensorMapEncodeTiled failed\n");
+        exit(1);
+    }
+}
+
+static double clock_ghz(void)
+{
+    int khz = 0;
+    CK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
+    return khz * 1e-6;
+}
+
+static unsigned long long h_cycles[1024][4];
+
+static void read_cycles(int grid)
+{
+    CK(cudaMemcpyFromSymbol(h_cycles, g_cycles, sizeof(unsigned long long) * 4 * grid));
+}
+
+static double median_col(int grid, int col)
+{
+    static double v[1024];
+    for (int i = 0; i < grid; ++i)
+        v[i] = (double)h_cycles[i][col];
+    for (int i = 1; i < grid; ++i)
+        for (int j = i; j > 0 && v[j - 1] > v[j]; --j) {
+            const double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return v[grid / 2];
+}
+
+template <int NW, int N, bool STREAM>
+static void run_wgmma(const stream_args &a, int grid, const char *what)
+{
+    const int ktiles = 2000;
+    auto k = k_wgmma<NW, N, STREAM>;
+    CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+    const int threads = 128 * NW + (STREAM ? 32 : 0);
+    stream_args s = a;
+    s.iters = 0;
+    if (STREAM) {
+        // Enough loads to outlast the wgmma loop: ~ktiles x 4 x 64 cycles at 60 B per cycle.
+        s.iters = 1500;
+    }
+    k<<<grid, threads, SMEM_BYTES>>>(s, ktiles);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    k<<<grid, threads, SMEM_BYTES>>>(s, ktiles);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    read_cycles(grid);
+    const double wgc = median_col(grid, 0) / (ktiles * 4.0);
+    const double work = NW * N / 2.0;                      // tensor cycles per K16 step at 4096 flop/clk
+    printf("wgmma %-34s grid %3d: %6.1f cycles per K16 step (tensor work %5.1f, %3.0f%%)", what, grid, wgc, work,
+           100.0 * work / wgc);
+    if (STREAM) {
+        const double sb = (a.rows_a + a.rows_b) * 128.0;
+        printf("  | stream %5.1f B/clk", s.iters * sb / median_col(grid, 3));
+    }
+    printf("\n");
+}
+
+static void run_tma(stream_args a, int grid, const char *what)
+{
+    CK(cudaFuncSetAttribute(k_tma, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+    k_tma<<<grid, 128, SMEM_BYTES>>>(a);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    k_tma<<<grid, 128, SMEM_BYTES>>>(a);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    read_cycles(grid);
+    const double sb = (a.rows_a + a.rows_b) * 128.0;
+    double cyc = median_col(grid, 0);
+    if (a.pairs == 2)
+        cyc = 2.0 / (1.0 / cyc + 1.0 / median_col(grid, 1));   // two streams: their summed rate
+    const double bytes = a.iters * sb * a.pairs;
+    const double ghz = clock_ghz();
+    printf("tma   %-34s grid %3d stages %d spin %d pairs %d: %6.1f B/clk per SM (%5.2f TB/s all), %6.0f clk per "
+           "stage\n", what, grid, a.stages, a.spin, a.pairs, bytes / cyc, bytes / cyc * ghz * 1e9 * grid * 1e-12,
+           cyc / (a.iters * a.pairs));
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    if (prop.major != 9) {
+        printf("skip: needs an sm_90 GPU (found %s, sm_%d%d)\n", prop.name, prop.major, prop.minor);
+        return 0;
+    }
+    printf("%s, %d SMs, clock %.2f GHz\n", prop.name, prop.multiProcessorCount, clock_ghz());
+    // 8 MB (L2-resident after the warm-up) and 256 MB (never twice) bf16 matrices, 8192 wide.
+    const int cols = 8192;
+    void *small_m = NULL, *big_m = NULL;
+    CK(cudaMalloc(&small_m, (size_t)512 * cols * 2));
+    CK(cudaMalloc(&big_m, (size_t)16384 * cols * 2));
+    CK(cudaMemset(small_m, 0x3f, (size_t)512 * cols * 2));
+    CK(cudaMemset(big_m, 0x3f, (size_t)16384 * cols * 2));
+
+    stream_args a;
+    memset(&a, 0, sizeof a);
+    // wgmma alone, then with a TMA stream of 16 KB stages (two 64-row boxes) from L2 into other smem.
+    encode(&a.map, small_m, 512, cols, 64);
+    encode(&a.map_b, small_m, 512, cols, 64);
+    a.rows_a = 64;
+    a.rows_b = 64;
+    a.pairs = 1;
+    a.tiles_r = 512 / 128;
+    a.tiles_c = cols / 64;
+    a.fresh = 0;
+    for (int grid : {1, 128}) {
+        a.stages = 4;
+        run_wgmma<2, 64, false>(a, grid, "2 wg x m64n64 (m128n64)");
+        run_wgmma<1, 128, false>(a, grid, "1 wg x m64n128 (v20)");
+        run_wgmma<2, 128, false>(a, grid, "2 wg x m64n128 (m128n128)");
+        run_wgmma<1, 256, false>(a, grid, "1 wg x m64n256");
+        run_wgmma<2, 256, false>(a, grid, "2 wg x m64n256 (m128n256)");
+        run_wgmma<1, 64, false>(a, grid, "1 wg x m64n64");
+        run_wgmma<2, 64, true>(a, grid, "2 wg x m64n64 + 16 KB/stage stream");
+        run_wgmma<1, 128, true>(a, grid, "1 wg x m64n128 + 16 KB/stage stream");
+        run_wgmma<2, 128, true>(a, grid, "2 wg x m64n128 + 16 KB/stage stream");
+        a.stages = 8;
+        run_wgmma<2, 64, true>(a, grid, "2 wg x m64n64 + 8 x 16 KB stream");
+        run_wgmma<1, 128, true>(a, grid, "1 wg x m64n128 + 8 x 16 KB stream");
+    }
+    // The stage rate: polling (try_wait vs test_wait) and one vs two independent rings per SM.
+    {
+        stream_args t = a;
+        t.iters = 400;
+        for (int spin : {0, 1})
+            for (int pairs : {1, 2})
+                for (int st : {2, 4}) {
+                    t.spin = spin;
+                    t.pairs = pairs;
+                    t.stages = st;
+                    run_tma(t, 128, "16 KB stages, L2-resident");
+                }
+    }
+    // TMA streams of 16 KB stages (two 64-row boxes), L2-resident and from DRAM.
+    for (int fresh = 0; fresh < 2; ++fresh) {
+        stream_args t = a;
+        if (fresh) {
+            encode(&t.map, big_m, 16384, cols, 64);
+            encode(&t.map_b, big_m, 16384, cols, 64);
+            t.tiles_r = 16384 / 128;
+        }
+        t.fresh = fresh;
+        t.iters = fresh ? 112 : 400;
+        for (int grid : {1, 128})
+            for (int st : {1, 2, 4, 8}) {
+                t.stages = st;
+                run_tma(t, grid, fresh ? "16 KB stages from DRAM (no reuse)" : "16 KB stages, L2-resident");
+            }
+    }
+    // Stage shapes and row strides like the GEMM's: (A rows, B rows) per stage from an
+    // L2-resident 8 MB matrix 2048 or 8192 wide (row stride 4 or 16 KB), 128 CTAs, 4 stages.
+    const int shapes[][2] = {{64, 64}, {128, 0}, {128, 64}, {64, 128}, {192, 0}, {256, 0}, {32, 0}};
+    for (int w : {2048, 8192}) {
+        const int rows = (int)((size_t)512 * cols / w);
+        for (const auto &sh : shapes) {
+            stream_args t;
+            memset(&t, 0, sizeof t);
+            encode(&t.map, small_m, rows, w, sh[0]);
+            encode(&t.map_b, small_m, rows, w, sh[1] ? sh[1] : 64);
+            t.rows_a = sh[0];
+            t.rows_b = sh[1];
+            t.tiles_r = rows / (sh[0] + sh[1]);
+            t.tiles_c = w / 64;
+            t.fresh = 0;
+            t.pairs = 1;
+            t.iters = 400;
+            for (int st : {4, 8}) {
+                if (st * (sh[0] + sh[1]) * 128 > 176 * 1024)
+                    continue;
+                t.stages = st;
+                char what[64];
+                snprintf(what, sizeof what, "%d+%d rows, row stride %d KB, L2", sh[0], sh[1], w * 2 / 1024);
+                run_tma(t, 128, what);
+            }
+        }
+    }
+    CK(cudaFree(small_m));
+    CK(cudaFree(big_m));
+    return 0;
+}
