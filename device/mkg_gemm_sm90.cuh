@@ -108,27 +108,16 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
 
     if (threadIdx.x < 128) {
         mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
-        // Two producer threads (lanes 0 of warps 0 and 1) share the slots, so twice as many stages
-        // are in the TMA unit's hands at once (mkg_gemm_produce_rest, NP). Megakernel-style
-        // dependency waits (deps.wait) and cluster rows keep the one producer.
-        const bool two = CL == 1 && !p->deps.wait;
-        if (threadIdx.x == 0 || (two && threadIdx.x == 32)) {
-            if (threadIdx.x == 0)
-                MKG_PROBE(2);
+        if (threadIdx.x == 0) {
+            MKG_PROBE(2);
             if constexpr (CL > 1) {
                 for (int u = first; u < units; u += stride)
                     mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, CL>(p, m, u, raster, group, split, &ring, &sm, 0);
-            } else if (two) {
-                const int who = (int)threadIdx.x / 32;
-                for (int u = first; u < units; u += stride)
-                    mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, 1, 2>(p, m, u, raster, group, split, &ring, &sm, 0,
-                                                                      who);
             } else {
                 for (int u = first; u < units; u += stride)
                     mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP>(p, m, u, raster, group, split, &ring, &sm);
             }
-            if (threadIdx.x == 0)
-                MKG_PROBE_DONE();
+            MKG_PROBE_DONE();
         }
     } else {
         mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();

@@ -219,17 +219,11 @@ static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_pa
 // The rest of a unit's loads after `pre` B-only stages (pre = 0: the whole unit).
 // CL > 1: this CTA loads its own A and the rank-th 1/CL of the B tile, multicast to
 // every CTA of the cluster; each CTA's full barrier still expects a whole stage.
-// NP > 1 (shipped kernel, pre = 0): NP producer threads in different warps walk the same
-// stages and producer `who` fills only the slots s with s % NP == who. One issuing thread
-// lands one stage per ~400-600 cycles whatever the stage's size or the ring's depth, and two
-// threads land twice as many (tools/rate_probe.cu, bench/NOTES.md v25): with one producer a
-// 24 KB stage (4 x 64 cycles of m128n64 tensor work) took the place of ~420 cycles.
-template <int TM, int TN, int TK, int ST, int SWAP, int CL = 1, int NP = 1>
+template <int TM, int TN, int TK, int ST, int SWAP, int CL = 1>
 static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_params *p, int m, int unit, int raster,
                                                              int group, int split, mkg_ring *r, const mkg_smem *sm,
-                                                             int pre, int who = 0)
+                                                             int pre)
 {
-    static_assert(NP == 1 || CL == 1, "cluster rows keep one producer");
     typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
     static_assert(CL == 1 || (!SWAP && (TN / CL) % 8 == 0), "cluster rows multicast whole swizzle atoms of B");
     const uint32_t rank = CL > 1 ? mkg_cluster_ctarank() : 0u;
@@ -245,10 +239,6 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
     }
     for (int kt = kt0 + pre; kt < kt_end; ++kt) {
         const uint32_t s = r->slot;
-        if (NP > 1 && s % (uint32_t)NP != (uint32_t)who) {
-            mkg_ring_advance<ST>(r);                  // the other producer's slot
-            continue;
-        }
         mkg_ring_wait_empty(r, sm, s);
         const uint32_t full = sm->full + 8u * s;
         const uint32_t stage = sm->ring + s * S::STAGE_BYTES;

@@ -58,9 +58,24 @@ static __device__ __forceinline__ uint32_t test_wait_parity(uint32_t bar, uint32
     return done;
 }
 
+static __device__ __forceinline__ uint32_t try_wait_hint(uint32_t bar, uint32_t parity, uint32_t ns)
+{
+    uint32_t done;
+    asm volatile("{\n\t.reg .pred p;\n\t"
+                 "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2, %3;\n\t"
+                 "selp.u32 %0, 1, 0, p;\n\t}"
+                 : "=r"(done) : "r"(bar), "r"(parity), "r"(ns) : "memory");
+    return done;
+}
+
+// spin: 0 try_wait loop, 1 test_wait spin, 2 try_wait with a 32 ns suspend hint, 3 with 1 us
 static __device__ __forceinline__ void wait_parity(uint32_t bar, uint32_t parity, int spin)
 {
-    if (spin) {
+    if (spin >= 2) {
+        const uint32_t ns = spin == 2 ? 32u : 1000u;
+        while (!try_wait_hint(bar, parity, ns)) {
+        }
+    } else if (spin) {
         while (!test_wait_parity(bar, parity)) {
         }
     } else {
@@ -355,7 +370,7 @@ int main(void)
     {
         stream_args t = a;
         t.iters = 400;
-        for (int spin : {0, 1})
+        for (int spin : {0, 1, 2, 3})
             for (int pairs : {1, 2})
                 for (int st : {2, 4}) {
                     t.spin = spin;
