@@ -46,6 +46,8 @@ struct stream_args {
     int fresh;                      // 1: every CTA streams its own tiles (no reuse); 0: all share
     int spin;                       // waits: 0 mbarrier.try_wait loop, 1 mbarrier.test_wait spin
     int pairs;                      // independent producer/consumer pairs per CTA (1 or 2)
+    int split;                      // k_tma_split: 1 two producers (slots s % 2), 2 two consumers,
+                                    // 3 no TMA (the producer arrives on full[s] without bytes)
 };
 
 static __device__ __forceinline__ uint32_t test_wait_parity(uint32_t bar, uint32_t parity)
@@ -167,6 +169,67 @@ __global__ void __launch_bounds__(128, 1) k_tma(const __grid_constant__ stream_a
     }
 }
 
+// One ring, its roles split: which side of a producer/consumer pair sets the stage rate.
+// Producers: threads 0 (and 64 when split == 1, slots s % 2 == 1); consumers: thread 32 (and 96
+// when split == 2, slots s % 2 == 1). Each consumer reports its own cycles; stages counted per ring.
+__global__ void __launch_bounds__(128, 1) k_tma_split(const __grid_constant__ stream_args a)
+{
+    extern __shared__ __align__(1024) unsigned char smem[];
+    const uint32_t base = (mkg_smem_addr(smem) + 1023u) & ~1023u;
+    const uint32_t sb = (uint32_t)(a.rows_a + a.rows_b) * 128u;
+    const int st = a.stages;
+    const uint32_t full = base + 192 * 1024, empty = full + 64;
+    if (threadIdx.x == 0) {
+        mkg_prefetch_tensormap(&a.map);
+        mkg_prefetch_tensormap(&a.map_b);
+        for (int s = 0; s < 8; ++s) {
+            mkg_mbarrier_init(full + 8u * s, 1);
+            mkg_mbarrier_init(empty + 8u * s, 1);
+        }
+        mkg_fence_mbarrier_init();
+    }
+    __syncthreads();
+    const int role = (int)threadIdx.x / 32;       // 0 producer 0, 1 consumer 0, 2 producer 1, 3 consumer 1
+    const int who = role / 2;
+    const bool producer = (role & 1) == 0, active = (threadIdx.x & 31) == 0 &&
+                                                    (who == 0 || (producer ? a.split == 1 : a.split == 2));
+    if (!active)
+        return;
+    const int nsplit = producer ? (a.split == 1 ? 2 : 1) : (a.split == 2 ? 2 : 1);
+    uint32_t parity = 0;
+    unsigned long long t0 = 0;
+    for (int i = 0; i < a.iters + 2; ++i) {
+        const int s = i % st;
+        if (s % nsplit != who) {
+            parity ^= 1u << s;
+            continue;
+        }
+        if (producer) {
+            wait_parity(empty + 8u * s, ((parity >> s) & 1u) ^ 1u, 0);
+            parity ^= 1u << s;
+            if (a.split == 3) {
+                mkg_mbarrier_arrive(full + 8u * s);
+                continue;
+            }
+            const int t = i;
+            const int col = (t % a.tiles_c) * 64;
+            const int row = ((t / a.tiles_c + (int)blockIdx.x) % a.tiles_r) * (a.rows_a + a.rows_b);
+            mkg_mbarrier_arrive_expect_tx(full + 8u * s, sb);
+            mkg_tma_load_2d(base + s * sb, &a.map, full + 8u * s, col, row);
+            if (a.rows_b)
+                mkg_tma_load_2d(base + s * sb + a.rows_a * 128u, &a.map_b, full + 8u * s, col, row + a.rows_a);
+        } else {
+            wait_parity(full + 8u * s, (parity >> s) & 1u, 0);
+            parity ^= 1u << s;
+            mkg_mbarrier_arrive(empty + 8u * s);
+            if (t0 == 0 && i >= 2)
+                t0 = clock64();
+        }
+    }
+    if (!producer)
+        g_cycles[blockIdx.x][who] = clock64() - t0;
+}
+
 // NW consumer warpgroups (threads 0 .. 128 NW - 1) run the shipped K-tile loop on resident
 // operands; STREAM: warp 4 NW (one more warp) streams TMA loads meanwhile.
 template <int NW, int N, bool STREAM>
@@ -270,6 +333,21 @@ static double median_col(int grid, int col)
     return v[grid / 2];
 }
 
+static void run_tma_split(stream_args a, int grid, const char *what)
+{
+    CK(cudaFuncSetAttribute(k_tma_split, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+    for (int rep = 0; rep < 2; ++rep) {
+        k_tma_split<<<grid, 128, SMEM_BYTES>>>(a);
+        CK(cudaGetLastError());
+        CK(cudaDeviceSynchronize());
+    }
+    read_cycles(grid);
+    const double sb = (a.rows_a + a.rows_b) * 128.0;
+    const double cyc = median_col(grid, 0);     // consumer 0 saw (nearly) every stage's time span
+    printf("split %-34s grid %3d stages %d split %d: %6.1f B/clk per SM, %6.0f clk per stage\n", what, grid,
+           a.stages, a.split, a.split == 3 ? 0.0 : a.iters * sb / cyc, cyc / a.iters);
+}
+
 template <int NW, int N, bool STREAM>
 static void run_wgmma(const stream_args &a, int grid, const char *what)
 {
@@ -365,6 +443,21 @@ int main(void)
         a.stages = 8;
         run_wgmma<2, 64, true>(a, grid, "2 wg x m64n64 + 8 x 16 KB stream");
         run_wgmma<1, 128, true>(a, grid, "1 wg x m64n128 + 8 x 16 KB stream");
+    }
+    // Which side of the pair holds the stage rate.
+    {
+        stream_args t = a;
+        t.iters = 400;
+        t.pairs = 1;
+        for (int split : {0, 1, 2, 3})
+            for (int st : {4, 8}) {
+                t.split = split;
+                t.stages = st;
+                run_tma_split(t, 128, "16 KB stages, L2-resident");
+            }
+        t.split = 0;
+        t.stages = 4;
+        run_tma_split(t, 1, "16 KB stages, L2-resident");
     }
     // The stage rate: polling (try_wait vs test_wait) and one vs two independent rings per SM.
     {
