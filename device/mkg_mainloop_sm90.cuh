@@ -426,11 +426,9 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
             d[i] = 0.0f;
     }
     uint32_t prev = 0;
-    bool landed = false;                     // the next stage's full barrier, peeked at (v26)
     for (int kt = kb; kt < ke; ++kt) {
         const uint32_t s = r->slot;
-        if (!landed)
-            mkg_ring_wait_full(r, sm, s);
+        mkg_ring_wait_full(r, sm, s);
         if (kt == kb)
             MKG_PROBE(3 + 4 * wg);
         const uint32_t stage = sm->ring + s * S::STAGE_BYTES;
@@ -442,9 +440,6 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
             mkg_wgmma_m64k16<WN, DT>(d, dx + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP,
                                      (kt != kb) || (kk != 0));
         mkg_wgmma_commit_group();
-        mkg_ring_advance<ST>(r);
-        // Peek at the next stage now: the barrier's round trip overlaps the wait below.
-        landed = kt + 1 < ke && mkg_ring_peek_full(r, sm, r->slot);
         // Keep one stage of wgmma in flight; the one before it has now retired,
         // so its slot goes back to the producer.
         if (kt > kb) {
@@ -453,6 +448,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
                 mkg_ring_release<CL>(sm, prev);
         }
         prev = s;
+        mkg_ring_advance<ST>(r);
     }
     mkg_wgmma_wait_group<0>();
 #pragma unroll
@@ -533,11 +529,9 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
     for (int i = 0; i < TN; ++i)
         d[i] = 0.0f;
     uint32_t prev = 0;
-    bool landed = false;                     // the next stage's full barrier, peeked at (v26)
     for (int kt = 0; kt < ke; ++kt) {
         const uint32_t s = r->slot;
-        if (!landed)
-            mkg_ring_wait_full(r, sm, s);
+        mkg_ring_wait_full(r, sm, s);
         const uint32_t stage = sm->ring + s * S::STAGE_BYTES;
         const uint64_t dx0 = mkg_wgmma_desc_sw128(stage);
         const uint64_t dx1 = mkg_wgmma_desc_sw128(stage + 64u * 128u);
@@ -551,8 +545,6 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
                                      acc);
         }
         mkg_wgmma_commit_group();
-        mkg_ring_advance<ST>(r);
-        landed = kt + 1 < ke && mkg_ring_peek_full(r, sm, r->slot);
         if (kt > 0) {
             mkg_wgmma_wait_group<1>();
             if (releaser) {
@@ -561,6 +553,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
             }
         }
         prev = s;
+        mkg_ring_advance<ST>(r);
     }
     if (signal >= 0)
         mkg_bar_arrive(signal, 256);                              // every K tile of this unit has landed

@@ -103,14 +103,6 @@ static __device__ __forceinline__ void mkg_ring_wait_full(const mkg_ring *r, con
     mkg_mbarrier_wait_parity(sm->full + 8u * s, mkg_ring_bit(r, s));
 }
 
-// Consumer: whether the current fill of slot s has landed, without waiting (v26: peeked at
-// while the previous stage's wgmma run, so that a stage that is already there costs no
-// barrier round trip on the consumers' critical path).
-static __device__ __forceinline__ bool mkg_ring_peek_full(const mkg_ring *r, const mkg_smem *sm, uint32_t s)
-{
-    return mkg_mbarrier_test_wait_parity(sm->full + 8u * s, mkg_ring_bit(r, s)) != 0;
-}
-
 // Consumer warpgroup: slot s is free again, in this CTA (CL = 1) or in every CTA of
 // the cluster.
 template <int CL>

@@ -55,19 +55,6 @@ static __device__ __forceinline__ uint32_t mkg_mbarrier_try_wait_parity(uint32_t
     return done;
 }
 
-// Non-blocking: true once the phase of the given parity has completed (acquire, as try_wait).
-// Its result is read late, so its shared-memory round trip can overlap other work (the
-// consumers peek at the next stage while their wgmma run).
-static __device__ __forceinline__ uint32_t mkg_mbarrier_test_wait_parity(uint32_t bar, uint32_t parity)
-{
-    uint32_t done;
-    asm volatile("{\n\t.reg .pred p;\n\t"
-                 "mbarrier.test_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2;\n\t"
-                 "selp.u32 %0, 1, 0, p;\n\t}"
-                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    return done;
-}
-
 static __device__ __forceinline__ void mkg_mbarrier_wait_parity(uint32_t bar, uint32_t parity)
 {
     while (!mkg_mbarrier_try_wait_parity(bar, parity)) {

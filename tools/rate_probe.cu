@@ -32,7 +32,7 @@
 
 #define SMEM_BYTES (200 * 1024)
 #define OP_BYTES (48 * 1024)        // wgmma operands: A (NW x 8 KB) + B (N x 128 B, N <= 256)
-#define STREAM_OFF OP_BYTES         // TMA stream ring: up to 8 stages of 16 KB
+#define STREAM_OFF OP_BYTES         // TMA stream rings: 2 threads x 2 stages of up to 32 KB
 
 __device__ unsigned long long g_cycles[1024][4];
 
@@ -231,9 +231,11 @@ __global__ void __launch_bounds__(128, 1) k_tma_split(const __grid_constant__ st
 }
 
 // NW consumer warpgroups (threads 0 .. 128 NW - 1) run the shipped K-tile loop on resident
-// operands; STREAM: warp 4 NW (one more warp) streams TMA loads meanwhile.
-template <int NW, int N, bool STREAM>
-__global__ void __launch_bounds__(128 * NW + 32, 1) k_wgmma(const __grid_constant__ stream_args a, int ktiles)
+// operands; NS more warps (lane 0 each) stream TMA loads meanwhile, each with its own ring of
+// two stages and its own barriers, so the stream rate is NS times one thread's.
+template <int NW, int N, int NS>
+__global__ void __launch_bounds__(128 * NW + 32 * (NS > 0 ? NS : 1), 1) k_wgmma(const __grid_constant__ stream_args a,
+                                                                               int ktiles)
 {
     extern __shared__ __align__(1024) unsigned char smem[];
     const uint32_t base = (mkg_smem_addr(smem) + 1023u) & ~1023u;
@@ -241,7 +243,7 @@ __global__ void __launch_bounds__(128 * NW + 32, 1) k_wgmma(const __grid_constan
     for (int i = threadIdx.x; i < OP_BYTES / 4; i += blockDim.x)
         mkg_st_shared_b32(base + 4u * i, 0x3f803f80u);      // bf16 1.0 pairs
     if (threadIdx.x == 0) {
-        for (int s = 0; s < 8; ++s)
+        for (int s = 0; s < 16; ++s)
             mkg_mbarrier_init(bars + 8u * s, 1);
         mkg_fence_mbarrier_init();
     }
@@ -273,10 +275,13 @@ __global__ void __launch_bounds__(128 * NW + 32, 1) k_wgmma(const __grid_constan
             s += d[i];
         if ((threadIdx.x & 127) == 0)
             g_cycles[blockIdx.x][wg] = (t1 - t0) | (s == -1.0f ? 1ull : 0ull);
-    } else if (STREAM && threadIdx.x == 128 * NW) {
+    } else if (NS > 0 && (threadIdx.x & 31) == 0) {
+        const int q = (int)(threadIdx.x - 128 * NW) / 32;
+        const uint32_t sb = (uint32_t)(a.rows_a + a.rows_b) * 128u;
         mkg_prefetch_tensormap(&a.map);
         uint32_t parity = 0;
-        g_cycles[blockIdx.x][3] = stream_loads(a, base + STREAM_OFF, bars, a.iters, &parity);
+        g_cycles[blockIdx.x][2 + q] = stream_loads(a, base + STREAM_OFF + (uint32_t)q * 2u * sb, bars + 64u * q,
+                                                   a.iters, &parity, 2);
     }
 }
 
@@ -348,33 +353,33 @@ static void run_tma_split(stream_args a, int grid, const char *what)
            a.stages, a.split, a.split == 3 ? 0.0 : a.iters * sb / cyc, cyc / a.iters);
 }
 
-template <int NW, int N, bool STREAM>
+template <int NW, int N, int NS>
 static void run_wgmma(const stream_args &a, int grid, const char *what)
 {
     const int ktiles = 2000;
-    auto k = k_wgmma<NW, N, STREAM>;
+    auto k = k_wgmma<NW, N, NS>;
     CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
-    const int threads = 128 * NW + (STREAM ? 32 : 0);
+    const int threads = 128 * NW + 32 * NS;
     stream_args s = a;
-    s.iters = 0;
-    if (STREAM) {
-        // Enough loads to outlast the wgmma loop: ~ktiles x 4 x 64 cycles at 60 B per cycle.
-        s.iters = 1500;
+    s.iters = NS ? 700 : 0;
+    for (int rep = 0; rep < 2; ++rep) {
+        k<<<grid, threads, SMEM_BYTES>>>(s, ktiles);
+        CK(cudaGetLastError());
+        CK(cudaDeviceSynchronize());
     }
-    k<<<grid, threads, SMEM_BYTES>>>(s, ktiles);
-    CK(cudaGetLastError());
-    CK(cudaDeviceSynchronize());
-    k<<<grid, threads, SMEM_BYTES>>>(s, ktiles);
-    CK(cudaGetLastError());
-    CK(cudaDeviceSynchronize());
     read_cycles(grid);
     const double wgc = median_col(grid, 0) / (ktiles * 4.0);
     const double work = NW * N / 2.0;                      // tensor cycles per K16 step at 4096 flop/clk
-    printf("wgmma %-34s grid %3d: %6.1f cycles per K16 step (tensor work %5.1f, %3.0f%%)", what, grid, wgc, work,
-           100.0 * work / wgc);
-    if (STREAM) {
+    // wgmma shared-memory reads per K16 step: each warpgroup reads its A (64 x 16) and B (N x 16).
+    const double rd = NW * (2048.0 + 32.0 * N);
+    printf("wgmma %-34s grid %3d: %6.1f cycles per K16 step (tensor work %5.1f, %3.0f%%), wgmma reads %5.1f B/clk",
+           what, grid, wgc, work, 100.0 * work / wgc, rd / wgc);
+    if (NS) {
         const double sb = (a.rows_a + a.rows_b) * 128.0;
-        printf("  | stream %5.1f B/clk", s.iters * sb / median_col(grid, 3));
+        double rate = 0.0;
+        for (int q = 0; q < NS; ++q)
+            rate += s.iters * sb / median_col(grid, 2 + q);
+        printf("  | stream %5.1f B/clk, sum %5.1f", rate, rate + rd / wgc);
     }
     printf("\n");
 }
@@ -429,20 +434,29 @@ int main(void)
     a.tiles_r = 512 / 128;
     a.tiles_c = cols / 64;
     a.fresh = 0;
-    for (int grid : {1, 128}) {
-        a.stages = 4;
-        run_wgmma<2, 64, false>(a, grid, "2 wg x m64n64 (m128n64)");
-        run_wgmma<1, 128, false>(a, grid, "1 wg x m64n128 (v20)");
-        run_wgmma<2, 128, false>(a, grid, "2 wg x m64n128 (m128n128)");
-        run_wgmma<1, 256, false>(a, grid, "1 wg x m64n256");
-        run_wgmma<2, 256, false>(a, grid, "2 wg x m64n256 (m128n256)");
-        run_wgmma<1, 64, false>(a, grid, "1 wg x m64n64");
-        run_wgmma<2, 64, true>(a, grid, "2 wg x m64n64 + 16 KB/stage stream");
-        run_wgmma<1, 128, true>(a, grid, "1 wg x m64n128 + 16 KB/stage stream");
-        run_wgmma<2, 128, true>(a, grid, "2 wg x m64n128 + 16 KB/stage stream");
-        a.stages = 8;
-        run_wgmma<2, 64, true>(a, grid, "2 wg x m64n64 + 8 x 16 KB stream");
-        run_wgmma<1, 128, true>(a, grid, "1 wg x m64n128 + 8 x 16 KB stream");
+    for (int grid : {128}) {
+        run_wgmma<2, 64, 0>(a, grid, "2 wg x m64n64 (m128n64)");
+        run_wgmma<1, 128, 0>(a, grid, "1 wg x m64n128 (v20)");
+        run_wgmma<2, 128, 0>(a, grid, "2 wg x m64n128 (m128n128)");
+        run_wgmma<2, 256, 0>(a, grid, "2 wg x m64n256 (m128n256)");
+    }
+    // The same with TMA streams of 32 KB stages (256-row boxes) from L2 into other shared memory:
+    // 1 to 3 streaming threads, each with a two-stage ring of its own.
+    {
+        stream_args t = a;
+        encode(&t.map, small_m, 512, cols, 256);
+        t.rows_a = 256;
+        t.rows_b = 0;
+        t.tiles_r = 512 / 256;
+        t.fresh = 0;
+        run_wgmma<2, 64, 1>(t, 128, "2 wg x m64n64 + 1 stream");
+        run_wgmma<2, 64, 2>(t, 128, "2 wg x m64n64 + 2 streams");
+        run_wgmma<1, 128, 1>(t, 128, "1 wg x m64n128 + 1 stream");
+        run_wgmma<1, 128, 2>(t, 128, "1 wg x m64n128 + 2 streams");
+        run_wgmma<2, 128, 1>(t, 128, "2 wg x m64n128 + 1 stream");
+        run_wgmma<2, 128, 2>(t, 128, "2 wg x m64n128 + 2 streams");
+        run_wgmma<2, 256, 1>(t, 128, "2 wg x m64n256 + 1 stream");
+        run_wgmma<2, 256, 2>(t, 128, "2 wg x m64n256 + 2 streams");
     }
     // Which side of the pair holds the stage rate.
     {
