@@ -239,6 +239,7 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
     }
     for (int kt = kt0 + pre; kt < kt_end; ++kt) {
         const uint32_t s = r->slot;
+        MKG_PROBE_STAGE(0, kt - kt0);
         mkg_ring_wait_empty(r, sm, s);
         const uint32_t full = sm->full + 8u * s;
         const uint32_t stage = sm->ring + s * S::STAGE_BYTES;
@@ -249,6 +250,7 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
                                       u.t.n * TN + (int)rank * (TN / CL), (uint16_t)((1u << CL) - 1u));
         else
             mkg_tma_load_2d(stage + S::A_BYTES, map_b, full, kt * TK, u.t.n * TN);
+        MKG_PROBE_STAGE(1, kt - kt0);
         mkg_ring_advance<ST>(r);
     }
 }
@@ -429,6 +431,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
     for (int kt = kb; kt < ke; ++kt) {
         const uint32_t s = r->slot;
         mkg_ring_wait_full(r, sm, s);
+        MKG_PROBE_STAGE(2 + wg, kt - kb);
         if (kt == kb)
             MKG_PROBE(3 + 4 * wg);
         const uint32_t stage = sm->ring + s * S::STAGE_BYTES;
@@ -446,6 +449,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
             mkg_wgmma_wait_group<1>();
             if (releaser)
                 mkg_ring_release<CL>(sm, prev);
+            MKG_PROBE_STAGE(4 + wg, kt - 1 - kb);
         }
         prev = s;
         mkg_ring_advance<ST>(r);

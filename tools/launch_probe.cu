@@ -51,8 +51,10 @@ static __device__ __forceinline__ void probe_mark(int point)
 // after their last mark: copies this warpgroup's stamps (producer 0..2, consumer w
 // 3 + 4w .. 6 + 4w) to the launch's slot; the last of the 3 x grid arrivals starts the
 // next launch's epoch.
+static __device__ __forceinline__ void probe_stage_out(void);
 static __device__ __forceinline__ void probe_done(void)
 {
+    probe_stage_out();
     if ((threadIdx.x & 127) == 0) {
         const int w = (int)threadIdx.x / 128;
         const unsigned int e = *(volatile unsigned int *)&g_probe_epoch;
@@ -70,6 +72,39 @@ static __device__ __forceinline__ void probe_done(void)
     }
 }
 
+// Per-stage marks (MKG_PROBE_STAGE): SM clock (32 bit) of each event for K tiles 0..47 of the
+// CTA's current unit, kept in shared memory and copied out at probe_done (the last launch's stay).
+#define STAGE_EVENTS 6
+#define STAGE_TILES 48
+__shared__ unsigned int s_stage[STAGE_EVENTS][STAGE_TILES];
+__device__ unsigned int g_stage[PROBE_CTAS][STAGE_EVENTS][STAGE_TILES];
+
+static __device__ __forceinline__ void probe_stage(int ev, int kt)
+{
+    if ((threadIdx.x & 127) == 0 && kt >= 0 && kt < STAGE_TILES) {
+        unsigned int c;
+        asm volatile("mov.u32 %0, %%clock;" : "=r"(c));
+        s_stage[ev][kt] = c;
+    }
+}
+
+static __device__ __forceinline__ void probe_stage_out(void)
+{
+    if ((threadIdx.x & 127) == 0 && blockIdx.x < PROBE_CTAS) {
+        const int w = (int)threadIdx.x / 128;                    // 0 producer, 1 and 2 consumers
+        for (int kt = 0; kt < STAGE_TILES; ++kt) {
+            if (w == 0) {
+                g_stage[blockIdx.x][0][kt] = s_stage[0][kt];
+                g_stage[blockIdx.x][1][kt] = s_stage[1][kt];
+            } else {
+                g_stage[blockIdx.x][1 + w][kt] = s_stage[1 + w][kt];
+                g_stage[blockIdx.x][3 + w][kt] = s_stage[3 + w][kt];
+            }
+        }
+    }
+}
+
+#define MKG_PROBE_STAGE(ev, kt) probe_stage(ev, kt)
 #define MKG_PROBE(point) probe_mark(point)
 #define MKG_PROBE_DONE() probe_done()
 // A name of its own, so these instantiations never meet the library's (same template
@@ -317,6 +352,31 @@ static phase_row run_case(const probe_case *pc, cudaStream_t st)
             loop.push_back((double)(long long)(q[4] - q[3]) * 1e-3);
             epi.push_back((double)(long long)(q[5] - q[4]) * 1e-3);
             drain.push_back((double)(long long)(q[6] - q[5]) * 1e-3);
+        }
+    }
+    {
+        // Per-stage timeline of the last launch (SM cycles), medians over CTAs, K tiles 0..47.
+        static unsigned int gs[PROBE_CTAS][STAGE_EVENTS][STAGE_TILES];
+        CK(cudaMemcpyFromSymbol(gs, g_stage, sizeof(gs)));
+        const int kts = (int)std::min<long>(STAGE_TILES, (pc->k + 63) / 64);
+        printf("  %s stages (SM cycles, medians over %d CTAs): kt  prod.wait+issue  issue->seen(wg0)  "
+               "seen-interval(wg0)  seen->released(wg0)  stages issued ahead of the one seen\n",
+               pc->name, grid);
+        for (int kt = 0; kt < kts; ++kt) {
+            std::vector<double> pw, lat, iv, hold, ahead;
+            for (int b = 0; b < grid; ++b) {
+                const unsigned int *e0 = gs[b][0], *e1 = gs[b][1], *e2 = gs[b][2], *e4 = gs[b][4];
+                pw.push_back((double)(int)(e1[kt] - e0[kt]));
+                lat.push_back((double)(int)(e2[kt] - e1[kt]));
+                iv.push_back(kt ? (double)(int)(e2[kt] - e2[kt - 1]) : 0.0);
+                hold.push_back(kt + 1 < kts ? (double)(int)(e4[kt] - e2[kt]) : 0.0);
+                int n = 0;
+                for (int j = kt + 1; j < kts; ++j)
+                    n += (int)(e1[j] - e2[kt]) <= 0;
+                ahead.push_back(n);
+            }
+            printf("  %2d %8.0f %8.0f %8.0f %8.0f %5.0f\n", kt, median(pw), median(lat), median(iv), median(hold),
+                   median(ahead));
         }
     }
     phase_row row;
