@@ -51,10 +51,8 @@ static __device__ __forceinline__ void probe_mark(int point)
 // after their last mark: copies this warpgroup's stamps (producer 0..2, consumer w
 // 3 + 4w .. 6 + 4w) to the launch's slot; the last of the 3 x grid arrivals starts the
 // next launch's epoch.
-static __device__ __forceinline__ void probe_stage_out(void);
 static __device__ __forceinline__ void probe_done(void)
 {
-    probe_stage_out();
     if ((threadIdx.x & 127) == 0) {
         const int w = (int)threadIdx.x / 128;
         const unsigned int e = *(volatile unsigned int *)&g_probe_epoch;
@@ -72,35 +70,21 @@ static __device__ __forceinline__ void probe_done(void)
     }
 }
 
-// Per-stage marks (MKG_PROBE_STAGE): SM clock (32 bit) of each event for K tiles 0..47 of the
-// CTA's current unit, kept in shared memory and copied out at probe_done (the last launch's stay).
-#define STAGE_EVENTS 6
-#define STAGE_TILES 48
-__shared__ unsigned int s_stage[STAGE_EVENTS][STAGE_TILES];
+// Per-stage marks (MKG_PROBE_STAGE): SM clock (32 bit) of events 0, 1, 2 (warpgroup 0 saw the
+// stage) and 4 (warpgroup 0 released the stage before) for K tiles 0..31 of the CTA's current
+// unit, stored straight to global memory (a store does not stall the thread; no shared memory
+// is left over beside the launch's budget). The last launch's marks stay.
+#define STAGE_EVENTS 4
+#define STAGE_TILES 32
 __device__ unsigned int g_stage[PROBE_CTAS][STAGE_EVENTS][STAGE_TILES];
 
 static __device__ __forceinline__ void probe_stage(int ev, int kt)
 {
-    if ((threadIdx.x & 127) == 0 && kt >= 0 && kt < STAGE_TILES) {
+    if ((threadIdx.x & 127) == 0 && kt >= 0 && kt < STAGE_TILES && ev != 3 && ev != 5 &&
+        blockIdx.x < PROBE_CTAS) {
         unsigned int c;
         asm volatile("mov.u32 %0, %%clock;" : "=r"(c));
-        s_stage[ev][kt] = c;
-    }
-}
-
-static __device__ __forceinline__ void probe_stage_out(void)
-{
-    if ((threadIdx.x & 127) == 0 && blockIdx.x < PROBE_CTAS) {
-        const int w = (int)threadIdx.x / 128;                    // 0 producer, 1 and 2 consumers
-        for (int kt = 0; kt < STAGE_TILES; ++kt) {
-            if (w == 0) {
-                g_stage[blockIdx.x][0][kt] = s_stage[0][kt];
-                g_stage[blockIdx.x][1][kt] = s_stage[1][kt];
-            } else {
-                g_stage[blockIdx.x][1 + w][kt] = s_stage[1 + w][kt];
-                g_stage[blockIdx.x][3 + w][kt] = s_stage[3 + w][kt];
-            }
-        }
+        g_stage[blockIdx.x][ev == 4 ? 3 : ev][kt] = c;
     }
 }
 
@@ -355,7 +339,7 @@ static phase_row run_case(const probe_case *pc, cudaStream_t st)
         }
     }
     {
-        // Per-stage timeline of the last launch (SM cycles), medians over CTAs, K tiles 0..47.
+        // Per-stage timeline of the last launch (SM cycles), medians over CTAs, K tiles 0..31.
         static unsigned int gs[PROBE_CTAS][STAGE_EVENTS][STAGE_TILES];
         CK(cudaMemcpyFromSymbol(gs, g_stage, sizeof(gs)));
         const int kts = (int)std::min<long>(STAGE_TILES, (pc->k + 63) / 64);
@@ -365,7 +349,7 @@ static phase_row run_case(const probe_case *pc, cudaStream_t st)
         for (int kt = 0; kt < kts; ++kt) {
             std::vector<double> pw, lat, iv, hold, ahead;
             for (int b = 0; b < grid; ++b) {
-                const unsigned int *e0 = gs[b][0], *e1 = gs[b][1], *e2 = gs[b][2], *e4 = gs[b][4];
+                const unsigned int *e0 = gs[b][0], *e1 = gs[b][1], *e2 = gs[b][2], *e4 = gs[b][3];
                 pw.push_back((double)(int)(e1[kt] - e0[kt]));
                 lat.push_back((double)(int)(e2[kt] - e1[kt]));
                 iv.push_back(kt ? (double)(int)(e2[kt] - e2[kt - 1]) : 0.0);
