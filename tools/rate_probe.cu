@@ -240,8 +240,16 @@ __global__ void __launch_bounds__(128 * NW + 32 * (NS > 0 ? NS : 1), 1) k_wgmma(
     extern __shared__ __align__(1024) unsigned char smem[];
     const uint32_t base = (mkg_smem_addr(smem) + 1023u) & ~1023u;
     const uint32_t bars = base + 192 * 1024;
-    for (int i = threadIdx.x; i < OP_BYTES / 4; i += blockDim.x)
-        mkg_st_shared_b32(base + 4u * i, 0x3f803f80u);      // bf16 1.0 pairs
+    // Operands: bf16 1.0 everywhere (a.fresh == 0) or random values in [-0.5, 0.5) (a.fresh == 1),
+    // in case the tensor cores' rate depends on the data they switch.
+    for (int i = threadIdx.x; i < OP_BYTES / 4; i += blockDim.x) {
+        uint32_t h = (uint32_t)i * 2654435761u ^ 0x9e3779b9u;
+        h ^= h >> 15;
+        h *= 2246822519u;
+        h ^= h >> 13;
+        const uint32_t lo = 0x3e00u | (h & 0x80ffu), hi = 0x3e00u | ((h >> 16) & 0x80ffu);   // +-[0.125, 0.5)
+        mkg_st_shared_b32(base + 4u * i, a.fresh ? (hi << 16 | lo) : 0x3f803f80u);
+    }
     if (threadIdx.x == 0) {
         for (int s = 0; s < 16; ++s)
             mkg_mbarrier_init(bars + 8u * s, 1);
@@ -434,12 +442,16 @@ int main(void)
     a.tiles_r = 512 / 128;
     a.tiles_c = cols / 64;
     a.fresh = 0;
-    for (int grid : {128}) {
+    for (int rnd : {0, 1}) {
+        const int grid = 128;
+        a.fresh = rnd;
+        printf("operands: %s\n", rnd ? "random bf16" : "all 1.0");
         run_wgmma<2, 64, 0>(a, grid, "2 wg x m64n64 (m128n64)");
         run_wgmma<1, 128, 0>(a, grid, "1 wg x m64n128 (v20)");
         run_wgmma<2, 128, 0>(a, grid, "2 wg x m64n128 (m128n128)");
         run_wgmma<2, 256, 0>(a, grid, "2 wg x m64n256 (m128n256)");
     }
+    a.fresh = 0;
     // The same with TMA streams of 32 KB stages (256-row boxes) from L2 into other shared memory:
     // 1 to 3 streaming threads, each with a two-stage ring of its own.
     {
