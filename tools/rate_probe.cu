@@ -46,6 +46,8 @@ struct stream_args {
     int fresh;                      // 1: every CTA streams its own tiles (no reuse); 0: all share
     int spin;                       // waits: 0 mbarrier.try_wait loop, 1 mbarrier.test_wait spin
     int pairs;                      // independent producer/consumer pairs per CTA (1 or 2)
+    int ring;                       // k_wgmma without streams: > 0 walks that many stage slots of
+                                    // (NW 64 + N) x 128 bytes, as the GEMM's ring (0: one fixed stage)
     int split;                      // k_tma_split: 1 two producers (slots s % 2), 2 two consumers,
                                     // 3 no TMA (the producer arrives on full[s] without bytes)
 };
@@ -242,7 +244,8 @@ __global__ void __launch_bounds__(128 * NW + 32 * (NS > 0 ? NS : 1), 1) k_wgmma(
     const uint32_t bars = base + 192 * 1024;
     // Operands: bf16 1.0 everywhere (a.fresh == 0) or random values in [-0.5, 0.5) (a.fresh == 1),
     // in case the tensor cores' rate depends on the data they switch.
-    for (int i = threadIdx.x; i < OP_BYTES / 4; i += blockDim.x) {
+    const int op_bytes = NS == 0 && a.ring > 0 ? 176 * 1024 : OP_BYTES;
+    for (int i = threadIdx.x; i < op_bytes / 4; i += blockDim.x) {
         uint32_t h = (uint32_t)i * 2654435761u ^ 0x9e3779b9u;
         h ^= h >> 15;
         h *= 2246822519u;
@@ -263,10 +266,15 @@ __global__ void __launch_bounds__(128 * NW + 32 * (NS > 0 ? NS : 1), 1) k_wgmma(
 #pragma unroll
         for (int i = 0; i < N / 2; ++i)
             d[i] = 0.0f;
-        const uint64_t da = mkg_wgmma_desc_sw128(base + (uint32_t)wg * 8192u);
-        const uint64_t db = mkg_wgmma_desc_sw128(base + (uint32_t)NW * 8192u);
+        const uint32_t stage_bytes = (uint32_t)(NW * 64 + N) * 128u;
+        const int slots = NS == 0 && a.ring > 0 ? a.ring : 1;
         const unsigned long long t0 = clock64();
+        int slot = 0;
         for (int kt = 0; kt < ktiles; ++kt) {
+            const uint32_t stage = base + (uint32_t)slot * stage_bytes;
+            slot = slot + 1 == slots ? 0 : slot + 1;
+            const uint64_t da = mkg_wgmma_desc_sw128(stage + (uint32_t)wg * 8192u);
+            const uint64_t db = mkg_wgmma_desc_sw128(stage + (uint32_t)NW * 8192u);
             mkg_wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < 4; ++kk)
@@ -450,6 +458,10 @@ int main(void)
         run_wgmma<1, 128, 0>(a, grid, "1 wg x m64n128 (v20)");
         run_wgmma<2, 128, 0>(a, grid, "2 wg x m64n128 (m128n128)");
         run_wgmma<2, 256, 0>(a, grid, "2 wg x m64n256 (m128n256)");
+        // The m128n64 loop walking the 24 KB slots of a 6-stage ring, as the GEMM does.
+        a.ring = 6;
+        run_wgmma<2, 64, 0>(a, grid, "2 wg x m64n64, 6-slot ring");
+        a.ring = 0;
     }
     a.fresh = 0;
     // The same with TMA streams of 32 KB stages (256-row boxes) from L2 into other shared memory:
