@@ -118,6 +118,18 @@ static __device__ unsigned long long stream_loads(const stream_args &a, uint32_t
     return clock64() - t0;
 }
 
+// One thread: the stream's tensor maps prefetched, 8 full and 8 empty barriers (one arrival each).
+static __device__ void ring_init(const stream_args &a, uint32_t full, uint32_t empty)
+{
+    mkg_prefetch_tensormap(&a.map);
+    mkg_prefetch_tensormap(&a.map_b);
+    for (int s = 0; s < 8; ++s) {
+        mkg_mbarrier_init(full + 8u * s, 1);
+        mkg_mbarrier_init(empty + 8u * s, 1);
+    }
+    mkg_fence_mbarrier_init();
+}
+
 // The GEMM's protocol without the math: thread 64 q (producer q) waits on empty[s], arms full[s]
 // and issues the stage's loads; thread 64 q + 32 (consumer q) waits on full[s] and releases
 // empty[s] at once. With two pairs, each runs its own ring of a.stages slots and barriers.
@@ -131,13 +143,7 @@ __global__ void __launch_bounds__(128, 1) k_tma(const __grid_constant__ stream_a
     const uint32_t full = base0 + 192 * 1024 + 128u * q, empty = full + 64;
     const uint32_t base = base0 + (uint32_t)q * st * sb;
     if (threadIdx.x % 64 == 0 && q < a.pairs) {
-        mkg_prefetch_tensormap(&a.map);
-        mkg_prefetch_tensormap(&a.map_b);
-        for (int s = 0; s < 8; ++s) {
-            mkg_mbarrier_init(full + 8u * s, 1);
-            mkg_mbarrier_init(empty + 8u * s, 1);
-        }
-        mkg_fence_mbarrier_init();
+        ring_init(a, full, empty);
     }
     __syncthreads();
     if (q >= a.pairs)
@@ -182,13 +188,7 @@ __global__ void __launch_bounds__(128, 1) k_tma_split(const __grid_constant__ st
     const int st = a.stages;
     const uint32_t full = base + 192 * 1024, empty = full + 64;
     if (threadIdx.x == 0) {
-        mkg_prefetch_tensormap(&a.map);
-        mkg_prefetch_tensormap(&a.map_b);
-        for (int s = 0; s < 8; ++s) {
-            mkg_mbarrier_init(full + 8u * s, 1);
-            mkg_mbarrier_init(empty + 8u * s, 1);
-        }
-        mkg_fence_mbarrier_init();
+        ring_init(a, full, empty);
     }
     __syncthreads();
     const int role = (int)threadIdx.x / 32;       // 0 producer 0, 1 consumer 0, 2 producer 1, 3 consumer 1
