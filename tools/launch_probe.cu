@@ -14,6 +14,7 @@
 // Usage: mkg_launch_probe [--out FILE.json]   (needs an sm_90 GPU; prints a table)
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include "mkg_check.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,14 +101,7 @@ static __device__ __forceinline__ void probe_stage(int ev, int kt)
 #include "mkg_gemm.h"
 #include "mkg_schedules.h"
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#define CK(call) MKG_CUDA_CHECK(call)   /* mkg_check.h: prints the call and exits */
 
 // ---- 1. launch floor ------------------------------------------------------------------
 

@@ -12,6 +12,7 @@
 // Usage: mkg_rate_probe   (needs an sm_90 GPU)
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include "mkg_check.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,14 +22,7 @@
 #include "mkg_types.h"
 #include "mkg_wgmma_sm90.cuh"
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#define CK(call) MKG_CUDA_CHECK(call)   /* mkg_check.h: prints the call and exits */
 
 #define SMEM_BYTES (200 * 1024)
 #define OP_BYTES (48 * 1024)        // wgmma operands: A (NW x 8 KB) + B (N x 128 B, N <= 256)
