@@ -38,7 +38,7 @@ struct stream_args {
     int stages;                     // in flight
     int iters;                      // stages loaded per CTA
     int fresh;                      // 1: every CTA streams its own tiles (no reuse); 0: all share
-    int spin;                       // waits: 0 mbarrier.try_wait loop, 1 mbarrier.test_wait spin
+    int spin;                       // waits: see wait_parity (0 the library's try_wait loop)
     int pairs;                      // independent producer/consumer pairs per CTA (1 or 2)
     int ring;                       // k_wgmma without streams: > 0 walks that many stage slots of
                                     // (NW 64 + N) x 128 bytes, as the GEMM's ring (0: one fixed stage)
@@ -81,6 +81,18 @@ static __device__ __forceinline__ void wait_parity(uint32_t bar, uint32_t parity
     }
 }
 
+// Arms barrier bar for one stage and issues its loads (A rows, then B rows when rows_b > 0) into
+// dst: stage number t of the CTA's walk over the matrix's (row tile, 64-column) tiles.
+static __device__ __forceinline__ void issue_stage(const stream_args &a, int t, uint32_t dst, uint32_t bar)
+{
+    const int col = (t % a.tiles_c) * 64;
+    const int row = ((t / a.tiles_c + (a.fresh ? 0 : (int)blockIdx.x)) % a.tiles_r) * (a.rows_a + a.rows_b);
+    mkg_mbarrier_arrive_expect_tx(bar, (uint32_t)(a.rows_a + a.rows_b) * 128u);
+    mkg_tma_load_2d(dst, &a.map, bar, col, row);
+    if (a.rows_b)
+        mkg_tma_load_2d(dst + a.rows_a * 128u, &a.map_b, bar, col, row + a.rows_a);
+}
+
 // One thread: keeps a.stages stage loads in flight, waits for each in order; returns cycles.
 // *parity: bit s = completed phases of barrier s mod 2, carried from call to call.
 static __device__ unsigned long long stream_loads(const stream_args &a, uint32_t ring, uint32_t bars, int iters,
@@ -99,13 +111,7 @@ static __device__ unsigned long long stream_loads(const stream_args &a, uint32_t
         }
         if (i < iters) {
             const int s = i % stages;
-            const int t = a.fresh ? (int)blockIdx.x * iters + i : i;
-            const int col = (t % a.tiles_c) * 64;
-            const int row = ((t / a.tiles_c + (a.fresh ? 0 : (int)blockIdx.x)) % a.tiles_r) * (a.rows_a + a.rows_b);
-            mkg_mbarrier_arrive_expect_tx(bars + 8u * s, sb);
-            mkg_tma_load_2d(ring + s * sb, &a.map, bars + 8u * s, col, row);
-            if (a.rows_b)
-                mkg_tma_load_2d(ring + s * sb + a.rows_a * 128u, &a.map_b, bars + 8u * s, col, row + a.rows_a);
+            issue_stage(a, a.fresh ? (int)blockIdx.x * iters + i : i, ring + s * sb, bars + 8u * s);
         }
     }
     *parity_io = parity;
@@ -148,13 +154,8 @@ __global__ void __launch_bounds__(128, 1) k_tma(const __grid_constant__ stream_a
             const int s = i % st;
             wait_parity(empty + 8u * s, ((parity >> s) & 1u) ^ 1u, a.spin);
             parity ^= 1u << s;
-            const int t = (a.fresh ? (int)blockIdx.x * (a.iters + 2) + i : i) + 977 * q;
-            const int col = (t % a.tiles_c) * 64;
-            const int row = ((t / a.tiles_c + (a.fresh ? 0 : (int)blockIdx.x)) % a.tiles_r) * (a.rows_a + a.rows_b);
-            mkg_mbarrier_arrive_expect_tx(full + 8u * s, sb);
-            mkg_tma_load_2d(base + s * sb, &a.map, full + 8u * s, col, row);
-            if (a.rows_b)
-                mkg_tma_load_2d(base + s * sb + a.rows_a * 128u, &a.map_b, full + 8u * s, col, row + a.rows_a);
+            issue_stage(a, (a.fresh ? (int)blockIdx.x * (a.iters + 2) + i : i) + 977 * q, base + s * sb,
+                        full + 8u * s);
         }
     } else if (threadIdx.x % 64 == 32) {
         uint32_t parity = 0;
@@ -207,13 +208,7 @@ __global__ void __launch_bounds__(128, 1) k_tma_split(const __grid_constant__ st
                 mkg_mbarrier_arrive(full + 8u * s);
                 continue;
             }
-            const int t = i;
-            const int col = (t % a.tiles_c) * 64;
-            const int row = ((t / a.tiles_c + (int)blockIdx.x) % a.tiles_r) * (a.rows_a + a.rows_b);
-            mkg_mbarrier_arrive_expect_tx(full + 8u * s, sb);
-            mkg_tma_load_2d(base + s * sb, &a.map, full + 8u * s, col, row);
-            if (a.rows_b)
-                mkg_tma_load_2d(base + s * sb + a.rows_a * 128u, &a.map_b, full + 8u * s, col, row + a.rows_a);
+            issue_stage(a, i, base + s * sb, full + 8u * s);
         } else {
             wait_parity(full + 8u * s, (parity >> s) & 1u, 0);
             parity ^= 1u << s;
