@@ -211,6 +211,12 @@ static const void *probe_kernel(int s)
         return (const void *)mkg_probe_persistent_sm90<MKG_DTYPE_BF16, 16, 64, 64, 16, 1, 0, 1, 0>;
     if (i->tile_m == 128 && i->tile_n == 128 && i->stages == 6 && !i->swap_ab && i->cluster == 1 && !i->pingpong)
         return (const void *)mkg_probe_persistent_sm90<MKG_DTYPE_BF16, 128, 128, 64, 6, 0, 0, 1, 0>;
+    // The large cooperative rows: what a unit's end costs (K loop drained -> epilogue issued ->
+    // stores read) against its K loop, one unit per CTA.
+    if (i->tile_m == 128 && i->tile_n == 256 && i->stages == 4 && !i->swap_ab && i->cluster == 1 && !i->pingpong)
+        return (const void *)mkg_probe_persistent_sm90<MKG_DTYPE_BF16, 128, 256, 64, 4, 0, 0, 1, 0>;
+    if (i->tile_m == 128 && i->tile_n == 256 && i->stages == 3 && !i->swap_ab && i->cluster == 1 && !i->pingpong)
+        return (const void *)mkg_probe_persistent_sm90<MKG_DTYPE_BF16, 128, 256, 64, 3, 0, 0, 1, 0>;
     return NULL;
 }
 
@@ -447,6 +453,9 @@ int main(int argc, char **argv)
         {"llama32_1b_o_m1", 1, 2048, 2048, "m16n64k64_s16_swap_rn_g8", 1},
         {"llama32_1b_o_m1_k64", 1, 2048, 64, "m16n64k64_s16_swap_rn_g8", 1},
         {"llama32_1b_o_m1_k64_l2", 1, 2048, 64, "m16n64k64_s16_swap_rn_g8", 0},
+        {"n256s4_1024x4096x4096", 1024, 4096, 4096, "m128n256k64_s4_rn_g8", 1},
+        {"n256s3_1024x4096x4096", 1024, 4096, 4096, "m128n256k64_s3_rn_g8", 1},
+        {"n256s4_1024x4096x2048", 1024, 4096, 2048, "m128n256k64_s4_rn_g8", 1},
     };
     const int ncases = (int)(sizeof(cases) / sizeof(cases[0]));
     phase_row rows[sizeof(cases) / sizeof(cases[0])];
