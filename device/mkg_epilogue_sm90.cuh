@@ -209,22 +209,8 @@ static __device__ __forceinline__ void mkg_epilogue_chunk_to_smem(const float *d
     const int lane = t & 31;
     const int xr = (t >> 5) * 16 + (lane >> 2);                // X row of d[4j + 2h + e] is xr + 8h
     const int yc = 2 * (lane & 3);                            // Y column is 8j + yc + e
-    if constexpr (!SWAP && OT != MKG_DTYPE_FP32) {
-        // chunk = 64 X rows (C rows) x 64 Y columns (C columns) of 16-bit values. Column block j
-        // of the warp's 16 rows is two 8 x 8 matrices whose fragments the accumulator layout
-        // already gives each lane (row l / 4, + 8 for the second; columns 2 (l % 4) + {0, 1}), so
-        // one stmatrix x2 stores what two st.shared.b32 did. Lanes 0 .. 15 address row l % 8 (+ 8
-        // for l >= 8) of the block; a matrix row is one 16-byte unit of the 128B swizzle.
-        // NOTE: x2, not x4: packing four registers per store spilled the 128-float chunked rows.
-        const int row = (t >> 5) * 16 + (lane & 15);
-#pragma unroll
-        for (int jj = 0; jj < E::CW / 8; ++jj) {
-            const int j = ch * (E::CW / 8) + jj;
-            mkg_stmatrix_x2(buf + mkg_sw128_offset(row, 8 * jj * E::OSZ), mkg_pack2<OT>(d[4 * j], d[4 * j + 1]),
-                            mkg_pack2<OT>(d[4 * j + 2], d[4 * j + 3]));
-        }
-    } else if constexpr (!SWAP) {
-        // chunk = 64 X rows (C rows) x CW Y columns (C columns), fp32
+    if constexpr (!SWAP) {
+        // chunk = 64 X rows (C rows) x CW Y columns (C columns)
 #pragma unroll
         for (int jj = 0; jj < E::CW / 8; ++jj) {
             const int j = ch * (E::CW / 8) + jj;

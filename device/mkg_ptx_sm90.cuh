@@ -209,16 +209,6 @@ static __device__ __forceinline__ void mkg_st_shared_v2_b32(uint32_t addr, uint3
     asm volatile("st.shared.v2.b32 [%0], {%1, %2};" ::"r"(addr), "r"(v0), "r"(v1) : "memory");
 }
 
-// Four 8 x 8 b16 matrices from the warp's registers: lane l holds row l / 4, elements 2 (l % 4)
-// and + 1 of matrix i in r_i; lanes 8 i .. 8 i + 7 give the 16-byte row addresses of matrix i.
-static __device__ __forceinline__ void mkg_stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2,
-                                                       uint32_t r3)
-{
-    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(r0), "r"(r1),
-                 "r"(r2), "r"(r3)
-                 : "memory");
-}
-
 static __device__ __forceinline__ uint32_t mkg_ld_shared_b32(uint32_t addr)
 {
     uint32_t v;
@@ -247,12 +237,6 @@ static __device__ __forceinline__ float4 mkg_ld_global_cg_v4(const float *p)
 static __device__ __forceinline__ uint32_t mkg_sw128_offset(int row, int byte)
 {
     return (uint32_t)(row * 128 + ((((byte >> 4) ^ (row & 7)) << 4) | (byte & 15)));
-}
-
-// Two 8 x 8 b16 matrices (lanes 0 .. 15 give the row addresses; see mkg_stmatrix_x4).
-static __device__ __forceinline__ void mkg_stmatrix_x2(uint32_t addr, uint32_t r0, uint32_t r1)
-{
-    asm volatile("stmatrix.sync.aligned.m8n8.x2.shared.b16 [%0], {%1, %2};" ::"r"(addr), "r"(r0), "r"(r1) : "memory");
 }
 
 // ---- registers, fences, barriers --------------------------------------------------
