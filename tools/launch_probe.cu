@@ -217,6 +217,9 @@ static const void *probe_kernel(int s)
         return (const void *)mkg_probe_persistent_sm90<MKG_DTYPE_BF16, 128, 256, 64, 4, 0, 0, 1, 0>;
     if (i->tile_m == 128 && i->tile_n == 256 && i->stages == 3 && !i->swap_ab && i->cluster == 1 && !i->pingpong)
         return (const void *)mkg_probe_persistent_sm90<MKG_DTYPE_BF16, 128, 256, 64, 3, 0, 0, 1, 0>;
+    // The same in clusters of two (B multicast; a slot is free once both CTAs released it).
+    if (i->tile_m == 128 && i->tile_n == 256 && i->stages == 4 && !i->swap_ab && i->cluster == 2 && !i->pingpong)
+        return (const void *)mkg_probe_persistent_sm90<MKG_DTYPE_BF16, 128, 256, 64, 4, 0, 0, 2, 0>;
     return NULL;
 }
 
@@ -277,6 +280,7 @@ static phase_row run_case(const probe_case *pc, cudaStream_t st)
     CK(cudaStreamSynchronize(st));
     const int units = ((pc->m + info->tile_m - 1) / info->tile_m) * ((pc->n + info->tile_n - 1) / info->tile_n);
     int grid = units < 132 ? units : 132;
+    grid -= grid % info->cluster;                    // whole clusters
     int raster = info->raster, group = info->group, split = 1;
 
     const int launches = PROBE_LAUNCHES;
@@ -285,7 +289,20 @@ static phase_row run_case(const probe_case *pc, cudaStream_t st)
     CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
     for (int i = 0; i < launches; ++i) {
         void *args[4] = {&params[i % sets], &raster, &group, &split};
-        CK(cudaLaunchKernel(kernel, dim3(grid), dim3(MKG_LAUNCH_THREADS), args, MKG_LAUNCH_SMEM_BYTES, st));
+        cudaLaunchConfig_t cfg;
+        cudaLaunchAttribute attr[1];
+        memset(&cfg, 0, sizeof cfg);
+        memset(attr, 0, sizeof attr);
+        cfg.gridDim = dim3(grid);
+        cfg.blockDim = dim3(MKG_LAUNCH_THREADS);
+        cfg.dynamicSmemBytes = MKG_LAUNCH_SMEM_BYTES;
+        cfg.stream = st;
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = (unsigned)info->cluster;
+        attr[0].val.clusterDim.y = attr[0].val.clusterDim.z = 1;
+        cfg.attrs = attr;
+        cfg.numAttrs = info->cluster > 1 ? 1 : 0;
+        CK(cudaLaunchKernelExC(&cfg, kernel, args));
     }
     CK(cudaStreamEndCapture(st, &g));
     CK(cudaGraphInstantiate(&ge, g, 0));
@@ -456,6 +473,7 @@ int main(int argc, char **argv)
         {"n256s4_1024x4096x4096", 1024, 4096, 4096, "m128n256k64_s4_rn_g8", 1},
         {"n256s3_1024x4096x4096", 1024, 4096, 4096, "m128n256k64_s3_rn_g8", 1},
         {"n256s4_1024x4096x2048", 1024, 4096, 2048, "m128n256k64_s4_rn_g8", 1},
+        {"n256s4c2_1024x4096x4096", 1024, 4096, 4096, "m128n256k64_s4_rn_g8_c2", 1},
     };
     const int ncases = (int)(sizeof(cases) / sizeof(cases[0]));
     phase_row rows[sizeof(cases) / sizeof(cases[0])];
