@@ -474,6 +474,7 @@ int main(int argc, char **argv)
         {"n256s3_1024x4096x4096", 1024, 4096, 4096, "m128n256k64_s3_rn_g8", 1},
         {"n256s4_1024x4096x2048", 1024, 4096, 2048, "m128n256k64_s4_rn_g8", 1},
         {"n256s4c2_1024x4096x4096", 1024, 4096, 4096, "m128n256k64_s4_rn_g8_c2", 1},
+        {"n256s4_1024x4096x4096_l2", 1024, 4096, 4096, "m128n256k64_s4_rn_g8", 0},
     };
     const int ncases = (int)(sizeof(cases) / sizeof(cases[0]));
     phase_row rows[sizeof(cases) / sizeof(cases[0])];
