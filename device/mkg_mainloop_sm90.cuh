@@ -427,11 +427,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
         for (int i = 0; i < WN / 2; ++i)
             d[i] = 0.0f;
     }
-    // WD: stages of wgmma in flight per warpgroup. Two where the ring is deep enough that the
-    // consumers can hold three slots (v28): the tensor pipe then has two stages queued while a
-    // warpgroup releases, waits and issues.
-    constexpr int WD = ST >= 6 ? 2 : 1;
-    uint32_t prev = 0, prev2 = 0;
+    uint32_t prev = 0;
     for (int kt = kb; kt < ke; ++kt) {
         const uint32_t s = r->slot;
         mkg_ring_wait_full(r, sm, s);
@@ -447,23 +443,13 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
             mkg_wgmma_m64k16<WN, DT>(d, dx + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP,
                                      (kt != kb) || (kk != 0));
         mkg_wgmma_commit_group();
-        // Keep WD stages of wgmma in flight; the one WD stages back has now retired, so its
-        // slot goes back to the producer.
-        if constexpr (WD == 2) {
-            if (kt > kb + 1) {
-                mkg_wgmma_wait_group<2>();
-                if (releaser)
-                    mkg_ring_release<CL>(sm, prev2);
-                MKG_PROBE_STAGE(4 + wg, kt - 2 - kb);
-            }
-            prev2 = prev;
-        } else {
-            if (kt > kb) {
-                mkg_wgmma_wait_group<1>();
-                if (releaser)
-                    mkg_ring_release<CL>(sm, prev);
-                MKG_PROBE_STAGE(4 + wg, kt - 1 - kb);
-            }
+        // Keep one stage of wgmma in flight; the one before it has now retired,
+        // so its slot goes back to the producer.
+        if (kt > kb) {
+            mkg_wgmma_wait_group<1>();
+            if (releaser)
+                mkg_ring_release<CL>(sm, prev);
+            MKG_PROBE_STAGE(4 + wg, kt - 1 - kb);
         }
         prev = s;
         mkg_ring_advance<ST>(r);
@@ -473,11 +459,8 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
     for (int i = 0; i < WN / 2; ++i)
         mkg_fence_operand(d[i]);
     MKG_PROBE(4 + 4 * wg);
-    if (releaser) {
-        if (WD == 2 && ke - kb >= 2)
-            mkg_ring_release<CL>(sm, prev2);
+    if (releaser)
         mkg_ring_release<CL>(sm, prev);
-    }
 
     constexpr int EPI_NB = XE ? S::EPI_BUFS : 2;                  // staging buffers per consumer
     const uint32_t epi = XE ? sm->ring + S::EPI_OFF : sm->epi;
