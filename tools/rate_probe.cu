@@ -290,6 +290,89 @@ __global__ void __launch_bounds__(128 * NW + 32 * (NS > 0 ? NS : 1), 1) k_wgmma(
     }
 }
 
+// The GEMM's K loop on one CTA's ring, without tiles or epilogue: ST slots of (128 + N) x 128
+// bytes, full[s] (one arrival + bytes) and empty[s] (one arrival per consumer warpgroup).
+// Producer (thread 256): waits empty[s]; mode 0 arrives on full[s] with no bytes (the operands
+// stay resident: the barrier protocol alone), mode 1 arms full[s] and TMA-loads the slot's A (128
+// rows) and B (N rows) from an L2-resident matrix, as the GEMM does. Consumers (two warpgroups):
+// wait full[s], fence, 4 x m64nNk16 on their A half and all of B, commit, wait_group 1, release s - 1.
+template <int N, int ST>
+__global__ void __launch_bounds__(288, 1) k_ring(const __grid_constant__ stream_args a, int ktiles, int mode)
+{
+    extern __shared__ __align__(1024) unsigned char smem[];
+    const uint32_t base = (mkg_smem_addr(smem) + 1023u) & ~1023u;
+    const uint32_t full = base + 192 * 1024, empty = full + 8u * 16u;
+    constexpr uint32_t SB = (128u + N) * 128u;
+    static_assert(ST * SB <= 192u * 1024u, "ring fits below the barriers");
+    for (int i = threadIdx.x; i < (int)(ST * SB / 4); i += blockDim.x)
+        mkg_st_shared_b32(base + 4u * i, 0x3f803f80u);
+    if (threadIdx.x == 0) {
+        mkg_prefetch_tensormap(&a.map);
+        mkg_prefetch_tensormap(&a.map_b);
+        for (int s = 0; s < ST; ++s) {
+            mkg_mbarrier_init(full + 8u * s, 1);
+            mkg_mbarrier_init(empty + 8u * s, 2);
+        }
+        mkg_fence_mbarrier_init();
+    }
+    mkg_fence_proxy_async_shared();
+    __syncthreads();
+    const int wg = threadIdx.x / 128;
+    if (wg < 2) {
+        // NOTE: not zeroed: the first stage's wgmma run with scale-d 0, and a zeroing here made
+        // ptxas serialize the loop's wgmma (C7515).
+        float d[N / 2];
+        uint32_t parity = 0, prev = 0;
+        const unsigned long long t0 = clock64();
+        for (int kt = 0; kt < ktiles; ++kt) {
+            const uint32_t s = (uint32_t)(kt % ST);
+            mkg_mbarrier_wait_parity(full + 8u * s, (parity >> s) & 1u);
+            parity ^= 1u << s;
+            const uint32_t stage = base + s * SB;
+            const uint64_t da = mkg_wgmma_desc_sw128(stage + (uint32_t)wg * 8192u);
+            const uint64_t db = mkg_wgmma_desc_sw128(stage + 16384u);
+            mkg_wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk)
+                mkg_wgmma_m64k16<N, MKG_DTYPE_BF16>(d, da + kk * MKG_WGMMA_DESC_K16_STEP,
+                                                    db + kk * MKG_WGMMA_DESC_K16_STEP, (kt != 0) || (kk != 0));
+            mkg_wgmma_commit_group();
+            if (kt > 0) {
+                mkg_wgmma_wait_group<1>();
+                if ((threadIdx.x & 127) == 0)
+                    mkg_mbarrier_arrive(empty + 8u * prev);
+            }
+            prev = s;
+        }
+        mkg_wgmma_wait_group<0>();
+#pragma unroll
+        for (int i = 0; i < N / 2; ++i)
+            mkg_fence_operand(d[i]);
+        const unsigned long long t1 = clock64();
+        float sum = 0.0f;
+#pragma unroll
+        for (int i = 0; i < N / 2; ++i)
+            sum += d[i];
+        if ((threadIdx.x & 127) == 0)
+            g_cycles[blockIdx.x][wg] = (t1 - t0) | (sum == -1.0f ? 1ull : 0ull);
+    } else if (threadIdx.x == 256) {
+        uint32_t parity = 0;
+        for (int kt = 0; kt < ktiles; ++kt) {
+            const uint32_t s = (uint32_t)(kt % ST);
+            mkg_mbarrier_wait_parity(empty + 8u * s, ((parity >> s) & 1u) ^ 1u);
+            parity ^= 1u << s;
+            if (mode == 0) {
+                mkg_mbarrier_arrive(full + 8u * s);
+            } else {
+                const int col = (kt % a.tiles_c) * 64;
+                mkg_mbarrier_arrive_expect_tx(full + 8u * s, SB);
+                mkg_tma_load_2d(base + s * SB, &a.map, full + 8u * s, col, 0);
+                mkg_tma_load_2d(base + s * SB + 16384u, &a.map_b, full + 8u * s, col, 128);
+            }
+        }
+    }
+}
+
 typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
                               const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
                               CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
@@ -389,6 +472,25 @@ static void run_wgmma(const stream_args &a, int grid, const char *what)
     printf("\n");
 }
 
+template <int N, int ST>
+static void run_ring(const stream_args &a, int grid, int mode, const char *what)
+{
+    const int ktiles = 1000;
+    auto k = k_ring<N, ST>;
+    CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+    for (int rep = 0; rep < 2; ++rep) {
+        k<<<grid, 288, SMEM_BYTES>>>(a, ktiles, mode);
+        CK(cudaGetLastError());
+        CK(cudaDeviceSynchronize());
+    }
+    read_cycles(grid);
+    const double stage = median_col(grid, 0) / (double)ktiles;   // includes the ring's fill
+    const double work = 2 * N / 2.0 * 4.0;                  // tensor cycles per 64-deep stage
+    printf("ring  %-34s grid %3d N %3d ST %d %s: %7.1f cycles per stage (tensor work %6.1f, %3.0f%%), %5.1f B/clk "
+           "landed\n", what, grid, N, ST, mode ? "TMA loads  " : "no bytes   ", stage, work, 100.0 * work / stage,
+           mode ? (128.0 + N) * 128.0 / stage : 0.0);
+}
+
 static void run_tma(stream_args a, int grid, const char *what)
 {
     CK(cudaFuncSetAttribute(k_tma, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
@@ -470,6 +572,24 @@ int main(void)
         run_wgmma<2, 128, 2>(t, 128, "2 wg x m64n128 + 2 streams");
         run_wgmma<2, 256, 1>(t, 128, "2 wg x m64n256 + 1 stream");
         run_wgmma<2, 256, 2>(t, 128, "2 wg x m64n256 + 2 streams");
+    }
+    // The GEMM's ring protocol around the resident loop: barriers only, then real TMA loads
+    // (L2-resident 8 MB matrix, A box 128 rows + B box N rows per stage).
+    {
+        stream_args t;
+        memset(&t, 0, sizeof t);
+        encode(&t.map, small_m, 512, cols, 128);
+        t.tiles_c = cols / 64;
+        for (int mode : {0, 1})
+            for (int grid : {1, 128}) {
+                encode(&t.map_b, small_m, 512, cols, 64);
+                run_ring<64, 6>(t, grid, mode, "m128n64 s6");
+                run_ring<64, 8>(t, grid, mode, "m128n64 s8");
+                encode(&t.map_b, small_m, 512, cols, 128);
+                run_ring<128, 6>(t, grid, mode, "m128n128 s6");
+                encode(&t.map_b, small_m, 512, cols, 256);
+                run_ring<256, 4>(t, grid, mode, "m128n256 s4");
+            }
     }
     // Which side of the pair holds the stage rate.
     {
