@@ -94,10 +94,7 @@ static __device__ __forceinline__ void mkg_ring_advance(mkg_ring *r)
 // Producer: waits until consumers have released slot s as often as it was filled.
 static __device__ __forceinline__ void mkg_ring_wait_empty(const mkg_ring *r, const mkg_smem *sm, uint32_t s)
 {
-    // v29: the producer sleeps on the empty barrier (1 us hint) instead of re-polling it while
-    // the consumers' wgmma read shared memory.
-    while (!mkg_mbarrier_try_wait_parity_hint(sm->empty + 8u * s, mkg_ring_bit(r, s) ^ 1u, 1000u)) {
-    }
+    mkg_mbarrier_wait_parity(sm->empty + 8u * s, mkg_ring_bit(r, s) ^ 1u);
 }
 
 // Consumer: waits until the current fill of slot s has landed.

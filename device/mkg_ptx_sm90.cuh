@@ -55,19 +55,6 @@ static __device__ __forceinline__ uint32_t mkg_mbarrier_try_wait_parity(uint32_t
     return done;
 }
 
-// try_wait with a suspend-time hint (ns): the thread sleeps until the phase completes or the
-// hint runs out, instead of re-polling at the default limit.
-static __device__ __forceinline__ uint32_t mkg_mbarrier_try_wait_parity_hint(uint32_t bar, uint32_t parity,
-                                                                             uint32_t ns)
-{
-    uint32_t done;
-    asm volatile("{\n\t.reg .pred p;\n\t"
-                 "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2, %3;\n\t"
-                 "selp.u32 %0, 1, 0, p;\n\t}"
-                 : "=r"(done) : "r"(bar), "r"(parity), "r"(ns) : "memory");
-    return done;
-}
-
 static __device__ __forceinline__ void mkg_mbarrier_wait_parity(uint32_t bar, uint32_t parity)
 {
     while (!mkg_mbarrier_try_wait_parity(bar, parity)) {
