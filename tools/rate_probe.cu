@@ -297,7 +297,9 @@ __global__ void __launch_bounds__(128 * NW + 32 * (NS > 0 ? NS : 1), 1) k_wgmma(
 // rows) and B (N rows) from an L2-resident matrix, as the GEMM does. Modes 2 and 3 take the
 // protocol apart (no bytes): 2 the consumers do not wait on full[s]; 3 they release s as soon as
 // they have waited for it, before its wgmma. Mode 4 is mode 0 with the producer's empty wait
-// suspended by a 1 us time hint; mode 5 hints the consumers' full wait too. Consumers (two warpgroups):
+// suspended by a 1 us time hint; mode 5 hints the consumers' full wait too. Mode 6: no barriers
+// at all (the loop's own bookkeeping only); mode 7: mode 0 with every consumer thread arriving on
+// empty[s] (count 256), so no branch sits between the wgmma batches. Consumers (two warpgroups):
 // wait full[s], fence, 4 x m64nNk16 on their A half and all of B, commit, wait_group 1, release s - 1.
 template <int N, int ST>
 __global__ void __launch_bounds__(288, 1) k_ring(const __grid_constant__ stream_args a, int ktiles, int mode)
@@ -314,7 +316,7 @@ __global__ void __launch_bounds__(288, 1) k_ring(const __grid_constant__ stream_
         mkg_prefetch_tensormap(&a.map_b);
         for (int s = 0; s < ST; ++s) {
             mkg_mbarrier_init(full + 8u * s, 1);
-            mkg_mbarrier_init(empty + 8u * s, 2);
+            mkg_mbarrier_init(empty + 8u * s, mode == 7 ? 256 : 2);
         }
         mkg_fence_mbarrier_init();
     }
@@ -332,7 +334,7 @@ __global__ void __launch_bounds__(288, 1) k_ring(const __grid_constant__ stream_
             if (mode == 5) {
                 while (!try_wait_hint(full + 8u * s, (parity >> s) & 1u, 1000u)) {
                 }
-            } else if (mode != 2) {
+            } else if (mode != 2 && mode != 6) {
                 mkg_mbarrier_wait_parity(full + 8u * s, (parity >> s) & 1u);
             }
             parity ^= 1u << s;
@@ -349,7 +351,9 @@ __global__ void __launch_bounds__(288, 1) k_ring(const __grid_constant__ stream_
             mkg_wgmma_commit_group();
             if (kt > 0) {
                 mkg_wgmma_wait_group<1>();
-                if (mode != 3 && (threadIdx.x & 127) == 0)
+                if (mode == 7)
+                    mkg_mbarrier_arrive(empty + 8u * prev);    // every consumer thread: no branch
+                else if (mode != 3 && mode != 6 && (threadIdx.x & 127) == 0)
                     mkg_mbarrier_arrive(empty + 8u * prev);
             }
             prev = s;
@@ -365,7 +369,7 @@ __global__ void __launch_bounds__(288, 1) k_ring(const __grid_constant__ stream_
             sum += d[i];
         if ((threadIdx.x & 127) == 0)
             g_cycles[blockIdx.x][wg] = (t1 - t0) | (sum == -1.0f ? 1ull : 0ull);
-    } else if (threadIdx.x == 256) {
+    } else if (threadIdx.x == 256 && mode != 6) {
         uint32_t parity = 0;
         for (int kt = 0; kt < ktiles; ++kt) {
             const uint32_t s = (uint32_t)(kt % ST);
@@ -502,7 +506,7 @@ static void run_ring(const stream_args &a, int grid, int mode, const char *what)
     const double stage = median_col(grid, 0) / (double)ktiles;   // includes the ring's fill
     const double work = 2 * N / 2.0 * 4.0;                  // tensor cycles per 64-deep stage
     printf("ring  %-34s grid %3d N %3d ST %d %s: %7.1f cycles per stage (tensor work %6.1f, %3.0f%%), %5.1f B/clk "
-           "landed\n", what, grid, N, ST, mode == 1 ? "TMA loads  " : mode == 2 ? "no full wait" : mode == 3 ? "early release" : mode == 4 ? "prod. hint" : mode == 5 ? "both hint" : "no bytes   ", stage, work, 100.0 * work / stage,
+           "landed\n", what, grid, N, ST, mode == 1 ? "TMA loads  " : mode == 2 ? "no full wait" : mode == 3 ? "early release" : mode == 4 ? "prod. hint" : mode == 5 ? "both hint" : mode == 6 ? "no barriers" : mode == 7 ? "all arrive" : "no bytes   ", stage, work, 100.0 * work / stage,
            mode == 1 ? (128.0 + N) * 128.0 / stage : 0.0);
 }
 
@@ -606,12 +610,12 @@ int main(void)
                 run_ring<256, 4>(t, grid, mode, "m128n256 s4");
             }
         encode(&t.map_b, small_m, 512, cols, 64);
-        for (int mode : {2, 3, 4, 5}) {
+        for (int mode : {0, 6, 7, 2, 3, 4, 5}) {
             run_ring<64, 6>(t, 128, mode, "m128n64 s6");
             run_ring<64, 8>(t, 128, mode, "m128n64 s8");
         }
         encode(&t.map_b, small_m, 512, cols, 128);
-        for (int mode : {2, 3, 4, 5})
+        for (int mode : {0, 6, 7, 2, 3, 4, 5})
             run_ring<128, 6>(t, 128, mode, "m128n128 s6");
     }
     // Which side of the pair holds the stage rate.
