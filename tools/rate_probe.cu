@@ -221,6 +221,20 @@ __global__ void __launch_bounds__(128, 1) k_tma_split(const __grid_constant__ st
         g_cycles[blockIdx.x][who] = clock64() - t0;
 }
 
+// Ends a consumer warpgroup's timed loop: cycles since t0 into g_cycles[block][wg], with the
+// accumulators' sum deciding one bit of the stored value, so the compiler keeps the loop.
+template <int H>
+static __device__ __forceinline__ void store_loop_cycles(const float *d, unsigned long long t0, int wg)
+{
+    const unsigned long long t1 = clock64();
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < H; ++i)
+        sum += d[i];
+    if ((threadIdx.x & 127) == 0)
+        g_cycles[blockIdx.x][wg] = (t1 - t0) | (sum == -1.0f ? 1ull : 0ull);
+}
+
 // NW consumer warpgroups (threads 0 .. 128 NW - 1) run the shipped K-tile loop on resident
 // operands; NS more warps (lane 0 each) stream TMA loads meanwhile, each with its own ring of
 // two stages and its own barriers, so the stream rate is NS times one thread's.
@@ -273,13 +287,7 @@ __global__ void __launch_bounds__(128 * NW + 32 * (NS > 0 ? NS : 1), 1) k_wgmma(
             mkg_wgmma_wait_group<1>();
         }
         mkg_wgmma_wait_group<0>();
-        const unsigned long long t1 = clock64();
-        float s = 0.0f;
-#pragma unroll
-        for (int i = 0; i < N / 2; ++i)
-            s += d[i];
-        if ((threadIdx.x & 127) == 0)
-            g_cycles[blockIdx.x][wg] = (t1 - t0) | (s == -1.0f ? 1ull : 0ull);
+        store_loop_cycles<N / 2>(d, t0, wg);
     } else if (NS > 0 && (threadIdx.x & 31) == 0) {
         const int q = (int)(threadIdx.x - 128 * NW) / 32;
         const uint32_t sb = (uint32_t)(a.rows_a + a.rows_b) * 128u;
@@ -362,13 +370,7 @@ __global__ void __launch_bounds__(288, 1) k_ring(const __grid_constant__ stream_
 #pragma unroll
         for (int i = 0; i < N / 2; ++i)
             mkg_fence_operand(d[i]);
-        const unsigned long long t1 = clock64();
-        float sum = 0.0f;
-#pragma unroll
-        for (int i = 0; i < N / 2; ++i)
-            sum += d[i];
-        if ((threadIdx.x & 127) == 0)
-            g_cycles[blockIdx.x][wg] = (t1 - t0) | (sum == -1.0f ? 1ull : 0ull);
+        store_loop_cycles<N / 2>(d, t0, wg);
     } else if (threadIdx.x == 256 && mode != 6) {
         uint32_t parity = 0;
         for (int kt = 0; kt < ktiles; ++kt) {
