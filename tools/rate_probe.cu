@@ -339,12 +339,8 @@ __global__ void __launch_bounds__(288, 1) k_ring(const __grid_constant__ stream_
         const unsigned long long t0 = clock64();
         for (int kt = 0; kt < ktiles; ++kt) {
             const uint32_t s = (uint32_t)(kt % ST);
-            if (mode == 5) {
-                while (!try_wait_hint(full + 8u * s, (parity >> s) & 1u, 1000u)) {
-                }
-            } else if (mode != 2 && mode != 6) {
-                mkg_mbarrier_wait_parity(full + 8u * s, (parity >> s) & 1u);
-            }
+            if (mode != 2 && mode != 6)
+                wait_parity(full + 8u * s, (parity >> s) & 1u, mode == 5 ? 3 : 0);   // 3: 1 us hint
             parity ^= 1u << s;
             if (mode == 3 && (threadIdx.x & 127) == 0)
                 mkg_mbarrier_arrive(empty + 8u * s);        // resident data: the slot can go at once
@@ -375,12 +371,7 @@ __global__ void __launch_bounds__(288, 1) k_ring(const __grid_constant__ stream_
         uint32_t parity = 0;
         for (int kt = 0; kt < ktiles; ++kt) {
             const uint32_t s = (uint32_t)(kt % ST);
-            if (mode >= 4) {
-                while (!try_wait_hint(empty + 8u * s, ((parity >> s) & 1u) ^ 1u, 1000u)) {
-                }
-            } else {
-                mkg_mbarrier_wait_parity(empty + 8u * s, ((parity >> s) & 1u) ^ 1u);
-            }
+            wait_parity(empty + 8u * s, ((parity >> s) & 1u) ^ 1u, mode >= 4 ? 3 : 0);
             parity ^= 1u << s;
             if (mode != 1) {
                 mkg_mbarrier_arrive(full + 8u * s);
