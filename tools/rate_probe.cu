@@ -238,7 +238,10 @@ static __device__ __forceinline__ void store_loop_cycles(const float *d, unsigne
 // NW consumer warpgroups (threads 0 .. 128 NW - 1) run the shipped K-tile loop on resident
 // operands; NS more warps (lane 0 each) stream TMA loads meanwhile, each with its own ring of
 // two stages and its own barriers, so the stream rate is NS times one thread's.
-template <int NW, int N, int NS>
+// PRED 1: the first wgmma of every K tile takes its scale-d from a runtime predicate
+// ((kt != a.iters) || (kk != 0), a.iters == 0 here: zero at the first K tile, and opaque to the
+// compiler like the GEMM's (kt != kb) up to v29) instead of the constant 1.
+template <int NW, int N, int NS, int PRED = 0>
 __global__ void __launch_bounds__(128 * NW + 32 * (NS > 0 ? NS : 1), 1) k_wgmma(const __grid_constant__ stream_args a,
                                                                                int ktiles)
 {
@@ -282,7 +285,8 @@ __global__ void __launch_bounds__(128 * NW + 32 * (NS > 0 ? NS : 1), 1) k_wgmma(
 #pragma unroll
             for (int kk = 0; kk < 4; ++kk)
                 mkg_wgmma_m64k16<N, MKG_DTYPE_BF16>(d, da + kk * MKG_WGMMA_DESC_K16_STEP,
-                                                    db + kk * MKG_WGMMA_DESC_K16_STEP, 1u);
+                                                    db + kk * MKG_WGMMA_DESC_K16_STEP,
+                                                    PRED ? (uint32_t)((kt != a.iters) || (kk != 0)) : 1u);
             mkg_wgmma_commit_group();
             mkg_wgmma_wait_group<1>();
         }
@@ -453,11 +457,11 @@ static void run_tma_split(stream_args a, int grid, const char *what)
            a.stages, a.split, a.split == 3 ? 0.0 : a.iters * sb / cyc, cyc / a.iters);
 }
 
-template <int NW, int N, int NS>
+template <int NW, int N, int NS, int PRED = 0>
 static void run_wgmma(const stream_args &a, int grid, const char *what)
 {
     const int ktiles = 2000;
-    auto k = k_wgmma<NW, N, NS>;
+    auto k = k_wgmma<NW, N, NS, PRED>;
     CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
     const int threads = 128 * NW + 32 * NS;
     stream_args s = a;
@@ -524,8 +528,10 @@ static void run_tma(stream_args a, int grid, const char *what)
            cyc / (a.iters * a.pairs));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    // "pred": only the scale-d predicate comparison (and the ring kernel's modes 0 and 6 next to it).
+    const bool pred_only = argc > 1 && strcmp(argv[1], "pred") == 0;
     setvbuf(stdout, NULL, _IOLBF, 0);
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
@@ -553,6 +559,34 @@ int main(void)
     a.tiles_r = 512 / 128;
     a.tiles_c = cols / 64;
     a.fresh = 0;
+    if (pred_only) {
+        a.fresh = 1;
+        for (int ring : {0, 6}) {
+            a.ring = ring;
+            printf("operands: random bf16, %s\n", ring ? "6-slot ring" : "one slot");
+            run_wgmma<2, 64, 0, 0>(a, 128, "2 wg x m64n64, scale-d 1");
+            run_wgmma<2, 64, 0, 1>(a, 128, "2 wg x m64n64, scale-d predicate");
+            run_wgmma<1, 128, 0, 0>(a, 128, "1 wg x m64n128, scale-d 1");
+            run_wgmma<1, 128, 0, 1>(a, 128, "1 wg x m64n128, scale-d predicate");
+            run_wgmma<2, 128, 0, 0>(a, 128, "2 wg x m64n128, scale-d 1");
+            run_wgmma<2, 128, 0, 1>(a, 128, "2 wg x m64n128, scale-d predicate");
+            run_wgmma<2, 256, 0, 0>(a, 128, "2 wg x m64n256, scale-d 1");
+            run_wgmma<2, 256, 0, 1>(a, 128, "2 wg x m64n256, scale-d predicate");
+        }
+        a.ring = 0;
+        stream_args t;
+        memset(&t, 0, sizeof t);
+        encode(&t.map, small_m, 512, cols, 128);
+        encode(&t.map_b, small_m, 512, cols, 64);
+        t.tiles_c = cols / 64;
+        for (int mode : {0, 6, 1}) {
+            run_ring<64, 6>(t, 128, mode, "m128n64 s6");
+            run_ring<64, 8>(t, 128, mode, "m128n64 s8");
+        }
+        CK(cudaFree(small_m));
+        CK(cudaFree(big_m));
+        return 0;
+    }
     for (int rnd : {0, 1}) {
         const int grid = 128;
         a.fresh = rnd;
