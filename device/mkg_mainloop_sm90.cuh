@@ -368,36 +368,6 @@ static __device__ __forceinline__ void mkg_unit_chunk_range(const mkg_gemm_param
     mkg_split_range(unit % splits, splits, chunks, c0, c1);
 }
 
-// One K tile of a warpgroup's wgmma: fence, K_STEPS x m64nWNk16 on the tile's descriptors,
-// commit. FIRST: the tile starts the accumulators (scale-d 0 at its first k16 step). Every
-// wgmma gets its scale-d as a compile-time constant: the K loops peel their first tile instead
-// of passing (kt != first) as a runtime predicate (v30).
-template <int WN, int DT, int KS, bool FIRST>
-static __device__ __forceinline__ void mkg_tile_wgmma(float *d, uint64_t dx, uint64_t dy)
-{
-    mkg_wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < KS; ++kk)
-        mkg_wgmma_m64k16<WN, DT>(d, dx + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP,
-                                 FIRST && kk == 0 ? 0u : 1u);
-    mkg_wgmma_commit_group();
-}
-
-// The same for a ping-pong tile: two m64 halves (A rows at dx0 and dx1) on one B.
-template <int WN, int DT, int KS, bool FIRST>
-static __device__ __forceinline__ void mkg_tile_wgmma2(float *d, uint64_t dx0, uint64_t dx1, uint64_t dy)
-{
-    mkg_wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < KS; ++kk) {
-        const uint32_t acc = FIRST && kk == 0 ? 0u : 1u;
-        mkg_wgmma_m64k16<WN, DT>(d, dx0 + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP, acc);
-        mkg_wgmma_m64k16<WN, DT>(d + WN / 2, dx1 + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP,
-                                 acc);
-    }
-    mkg_wgmma_commit_group();
-}
-
 // One step: chunk c of work unit `unit`. The caller owns the accumulators d and the
 // fold tot (mkg_shape<...>::WN / 2 floats each, d zeroed once before the first step)
 // and runs a unit's steps back to back, chunks in increasing order.
@@ -457,28 +427,30 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
         for (int i = 0; i < WN / 2; ++i)
             d[i] = 0.0f;
     }
-    // The first K tile (peeled: its wgmma start from zero), then the rest (ke > kb always).
-    uint32_t prev = r->slot;
-    mkg_ring_wait_full(r, sm, prev);
-    MKG_PROBE_STAGE(2 + wg, 0);
-    MKG_PROBE(3 + 4 * wg);
-    const uint32_t first = sm->ring + prev * S::STAGE_BYTES;
-    mkg_tile_wgmma<WN, DT, S::K_STEPS, true>(d, mkg_wgmma_desc_sw128(first + S::X_OFF + x_row * 128u),
-                                             mkg_wgmma_desc_sw128(first + S::Y_OFF + y_row * 128u));
-    mkg_ring_advance<ST>(r);
-    for (int kt = kb + 1; kt < ke; ++kt) {
+    uint32_t prev = 0;
+    for (int kt = kb; kt < ke; ++kt) {
         const uint32_t s = r->slot;
         mkg_ring_wait_full(r, sm, s);
         MKG_PROBE_STAGE(2 + wg, kt - kb);
+        if (kt == kb)
+            MKG_PROBE(3 + 4 * wg);
         const uint32_t stage = sm->ring + s * S::STAGE_BYTES;
-        mkg_tile_wgmma<WN, DT, S::K_STEPS, false>(d, mkg_wgmma_desc_sw128(stage + S::X_OFF + x_row * 128u),
-                                                  mkg_wgmma_desc_sw128(stage + S::Y_OFF + y_row * 128u));
+        const uint64_t dx = mkg_wgmma_desc_sw128(stage + S::X_OFF + x_row * 128u);
+        const uint64_t dy = mkg_wgmma_desc_sw128(stage + S::Y_OFF + y_row * 128u);
+        mkg_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < S::K_STEPS; ++kk)
+            mkg_wgmma_m64k16<WN, DT>(d, dx + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP,
+                                     (kt != kb) || (kk != 0));
+        mkg_wgmma_commit_group();
         // Keep one stage of wgmma in flight; the one before it has now retired,
         // so its slot goes back to the producer.
-        mkg_wgmma_wait_group<1>();
-        if (releaser)
-            mkg_ring_release<CL>(sm, prev);
-        MKG_PROBE_STAGE(4 + wg, kt - 1 - kb);
+        if (kt > kb) {
+            mkg_wgmma_wait_group<1>();
+            if (releaser)
+                mkg_ring_release<CL>(sm, prev);
+            MKG_PROBE_STAGE(4 + wg, kt - 1 - kb);
+        }
         prev = s;
         mkg_ring_advance<ST>(r);
     }
@@ -560,25 +532,29 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
 #pragma unroll
     for (int i = 0; i < TN; ++i)
         d[i] = 0.0f;
-    // The first K tile (peeled: its wgmma start from zero), then the rest (ke >= 1 always).
-    uint32_t prev = r->slot;
-    mkg_ring_wait_full(r, sm, prev);
-    const uint32_t first = sm->ring + prev * S::STAGE_BYTES;
-    mkg_tile_wgmma2<TN, DT, S::K_STEPS, true>(d, mkg_wgmma_desc_sw128(first),
-                                              mkg_wgmma_desc_sw128(first + 64u * 128u),
-                                              mkg_wgmma_desc_sw128(first + S::A_BYTES));
-    mkg_ring_advance<ST>(r);
-    for (int kt = 1; kt < ke; ++kt) {
+    uint32_t prev = 0;
+    for (int kt = 0; kt < ke; ++kt) {
         const uint32_t s = r->slot;
         mkg_ring_wait_full(r, sm, s);
         const uint32_t stage = sm->ring + s * S::STAGE_BYTES;
-        mkg_tile_wgmma2<TN, DT, S::K_STEPS, false>(d, mkg_wgmma_desc_sw128(stage),
-                                                   mkg_wgmma_desc_sw128(stage + 64u * 128u),
-                                                   mkg_wgmma_desc_sw128(stage + S::A_BYTES));
-        mkg_wgmma_wait_group<1>();
-        if (releaser) {
-            mkg_ring_release<1>(sm, prev);
-            mkg_ring_release<1>(sm, prev);
+        const uint64_t dx0 = mkg_wgmma_desc_sw128(stage);
+        const uint64_t dx1 = mkg_wgmma_desc_sw128(stage + 64u * 128u);
+        const uint64_t dy = mkg_wgmma_desc_sw128(stage + S::A_BYTES);
+        mkg_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < S::K_STEPS; ++kk) {
+            const uint32_t acc = (kt != 0) || (kk != 0);
+            mkg_wgmma_m64k16<TN, DT>(d, dx0 + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP, acc);
+            mkg_wgmma_m64k16<TN, DT>(d + H, dx1 + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP,
+                                     acc);
+        }
+        mkg_wgmma_commit_group();
+        if (kt > 0) {
+            mkg_wgmma_wait_group<1>();
+            if (releaser) {
+                mkg_ring_release<1>(sm, prev);
+                mkg_ring_release<1>(sm, prev);
+            }
         }
         prev = s;
         mkg_ring_advance<ST>(r);

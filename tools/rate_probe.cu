@@ -313,13 +313,15 @@ __global__ void __launch_bounds__(128 * NW + 32 * (NS > 0 ? NS : 1), 1) k_wgmma(
 // at all (the loop's own bookkeeping only); mode 7: mode 0 with every consumer thread arriving on
 // empty[s] (count 256), so no branch sits between the wgmma batches. Consumers (two warpgroups):
 // wait full[s], fence, 4 x m64nNk16 on their A half and all of B, commit, wait_group 1, release s - 1.
-template <int N, int ST>
+// KH: K sub-tiles of 64 per stage (KH 2: a 128-deep stage of two (128 + N) x 128-byte halves,
+// four boxes on one full barrier and 8 wgmma per warpgroup between barrier waits).
+template <int N, int ST, int KH = 1>
 __global__ void __launch_bounds__(288, 1) k_ring(const __grid_constant__ stream_args a, int ktiles, int mode)
 {
     extern __shared__ __align__(1024) unsigned char smem[];
     const uint32_t base = (mkg_smem_addr(smem) + 1023u) & ~1023u;
     const uint32_t full = base + 192 * 1024, empty = full + 8u * 16u;
-    constexpr uint32_t SB = (128u + N) * 128u;
+    constexpr uint32_t HB = (128u + N) * 128u, SB = KH * HB;
     static_assert(ST * SB <= 192u * 1024u, "ring fits below the barriers");
     for (int i = threadIdx.x; i < (int)(ST * SB / 4); i += blockDim.x)
         mkg_st_shared_b32(base + 4u * i, 0x3f803f80u);
@@ -349,13 +351,17 @@ __global__ void __launch_bounds__(288, 1) k_ring(const __grid_constant__ stream_
             if (mode == 3 && (threadIdx.x & 127) == 0)
                 mkg_mbarrier_arrive(empty + 8u * s);        // resident data: the slot can go at once
             const uint32_t stage = base + s * SB;
-            const uint64_t da = mkg_wgmma_desc_sw128(stage + (uint32_t)wg * 8192u);
-            const uint64_t db = mkg_wgmma_desc_sw128(stage + 16384u);
             mkg_wgmma_fence();
 #pragma unroll
-            for (int kk = 0; kk < 4; ++kk)
-                mkg_wgmma_m64k16<N, MKG_DTYPE_BF16>(d, da + kk * MKG_WGMMA_DESC_K16_STEP,
-                                                    db + kk * MKG_WGMMA_DESC_K16_STEP, (kt != 0) || (kk != 0));
+            for (int h = 0; h < KH; ++h) {
+                const uint64_t da = mkg_wgmma_desc_sw128(stage + h * HB + (uint32_t)wg * 8192u);
+                const uint64_t db = mkg_wgmma_desc_sw128(stage + h * HB + 16384u);
+#pragma unroll
+                for (int kk = 0; kk < 4; ++kk)
+                    mkg_wgmma_m64k16<N, MKG_DTYPE_BF16>(d, da + kk * MKG_WGMMA_DESC_K16_STEP,
+                                                        db + kk * MKG_WGMMA_DESC_K16_STEP,
+                                                        (kt != 0) || (h != 0) || (kk != 0));
+            }
             mkg_wgmma_commit_group();
             if (kt > 0) {
                 mkg_wgmma_wait_group<1>();
@@ -380,10 +386,13 @@ __global__ void __launch_bounds__(288, 1) k_ring(const __grid_constant__ stream_
             if (mode != 1) {
                 mkg_mbarrier_arrive(full + 8u * s);
             } else {
-                const int col = (kt % a.tiles_c) * 64;
                 mkg_mbarrier_arrive_expect_tx(full + 8u * s, SB);
-                mkg_tma_load_2d(base + s * SB, &a.map, full + 8u * s, col, 0);
-                mkg_tma_load_2d(base + s * SB + 16384u, &a.map_b, full + 8u * s, col, 128);
+#pragma unroll
+                for (int h = 0; h < KH; ++h) {
+                    const int col = ((kt * KH + h) % a.tiles_c) * 64;
+                    mkg_tma_load_2d(base + s * SB + h * HB, &a.map, full + 8u * s, col, 0);
+                    mkg_tma_load_2d(base + s * SB + h * HB + 16384u, &a.map_b, full + 8u * s, col, 128);
+                }
             }
         }
     }
@@ -488,11 +497,11 @@ static void run_wgmma(const stream_args &a, int grid, const char *what)
     printf("\n");
 }
 
-template <int N, int ST>
+template <int N, int ST, int KH = 1>
 static void run_ring(const stream_args &a, int grid, int mode, const char *what)
 {
-    const int ktiles = 1000;
-    auto k = k_ring<N, ST>;
+    const int ktiles = 1000 / KH;
+    auto k = k_ring<N, ST, KH>;
     CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
     for (int rep = 0; rep < 2; ++rep) {
         k<<<grid, 288, SMEM_BYTES>>>(a, ktiles, mode);
@@ -500,11 +509,13 @@ static void run_ring(const stream_args &a, int grid, int mode, const char *what)
         CK(cudaDeviceSynchronize());
     }
     read_cycles(grid);
-    const double stage = median_col(grid, 0) / (double)ktiles;   // includes the ring's fill
-    const double work = 2 * N / 2.0 * 4.0;                  // tensor cycles per 64-deep stage
+    const double stage = median_col(grid, 0) / (double)(ktiles * KH);   // per 64 of K; includes the ring's fill
+    const double work = 2 * N / 2.0 * 4.0;                  // tensor cycles per 64 of K
     printf("ring  %-34s grid %3d N %3d ST %d %s: %7.1f cycles per stage (tensor work %6.1f, %3.0f%%), %5.1f B/clk "
            "landed\n", what, grid, N, ST, mode == 1 ? "TMA loads  " : mode == 2 ? "no full wait" : mode == 3 ? "early release" : mode == 4 ? "prod. hint" : mode == 5 ? "both hint" : mode == 6 ? "no barriers" : mode == 7 ? "all arrive" : "no bytes   ", stage, work, 100.0 * work / stage,
            mode == 1 ? (128.0 + N) * 128.0 / stage : 0.0);
+    if (KH > 1)
+        printf("      (the figures above are per 64 of K: stages of %d x 64 of K)\n", KH);
 }
 
 static void run_tma(stream_args a, int grid, const char *what)
@@ -570,6 +581,8 @@ int main(int argc, char **argv)
             run_wgmma<1, 128, 0, 1>(a, 128, "1 wg x m64n128, scale-d predicate");
             run_wgmma<2, 128, 0, 0>(a, 128, "2 wg x m64n128, scale-d 1");
             run_wgmma<2, 128, 0, 1>(a, 128, "2 wg x m64n128, scale-d predicate");
+            if (ring)
+                continue;                                    // 6 slots of 48 KB do not fit
             run_wgmma<2, 256, 0, 0>(a, 128, "2 wg x m64n256, scale-d 1");
             run_wgmma<2, 256, 0, 1>(a, 128, "2 wg x m64n256, scale-d predicate");
         }
@@ -583,6 +596,18 @@ int main(int argc, char **argv)
             run_ring<64, 6>(t, 128, mode, "m128n64 s6");
             run_ring<64, 8>(t, 128, mode, "m128n64 s8");
         }
+        // 128-deep stages (two 64-wide K halves per barrier) against 64-deep ones, same build.
+        for (int mode : {1, 0})
+            for (int grid : {128, 72}) {
+                encode(&t.map_b, small_m, 512, cols, 64);
+                run_ring<64, 6>(t, grid, mode, "m128n64 s6");
+                run_ring<64, 8>(t, grid, mode, "m128n64 s8");
+                run_ring<64, 3, 2>(t, grid, mode, "m128n64 s3 x2");
+                run_ring<64, 4, 2>(t, grid, mode, "m128n64 s4 x2");
+                encode(&t.map_b, small_m, 512, cols, 128);
+                run_ring<128, 6>(t, grid, mode, "m128n128 s6");
+                run_ring<128, 3, 2>(t, grid, mode, "m128n128 s3 x2");
+            }
         CK(cudaFree(small_m));
         CK(cudaFree(big_m));
         return 0;
