@@ -216,31 +216,8 @@ TEST(Validate, UnknownScheduleIsRejectedBeforeCuda)
     EXPECT_EQ(mkg_schedule_check(&d, MKG_SCHED_COUNT), MKG_ERR_UNKNOWN_SCHEDULE);
     EXPECT_EQ(mkg_gemm(&d, MKG_SCHED_COUNT, 0), MKG_ERR_UNKNOWN_SCHEDULE);
     EXPECT_EQ(mkg_gemm(&d, -7, 0), MKG_ERR_UNKNOWN_SCHEDULE);
-    d.k = d.lda = d.ldb = 128;                 // two 64-deep K tiles: every row runs it
     for (int s = 0; s < MKG_SCHED_COUNT; ++s)
         EXPECT_EQ(mkg_schedule_check(&d, s), MKG_OK) << mkg_schedule_get(s)->name;
-}
-
-// Rows with 128-deep stages run K in an even number of 64-deep tiles only (the same k16
-// steps as the 64-deep rows, zero padding included); anything else gets its own status.
-// (bf16 here; the sub-tile is 128 bytes of K for every dtype.)
-TEST(Validate, DeepStageRowsNeedAnEvenNumberOf64DeepTiles)
-{
-    mkg_gemm_desc d = valid_desc();
-    int deep = 0;
-    for (int k : {8, 64, 72, 128, 136, 192, 200, 4096, 4104}) {
-        d.k = k;
-        d.lda = d.ldb = (k + 7) / 8 * 8;
-        ASSERT_EQ(mkg_gemm_validate(&d), MKG_OK) << "K=" << k;
-        const bool even = ((k + 63) / 64) % 2 == 0;
-        for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
-            const bool is_deep = mkg_schedule_get(s)->tile_k == 128;
-            deep += is_deep && k == 8;
-            EXPECT_EQ(mkg_schedule_check(&d, s), is_deep && !even ? MKG_ERR_SCHEDULE_K_DEPTH : MKG_OK)
-                << mkg_schedule_get(s)->name << " K=" << k;
-        }
-    }
-    EXPECT_GT(deep, 0) << "the table has no 128-deep-stage row";
 }
 
 TEST(Validate, ChunkedKNeedsAChunkCapableSchedule)
@@ -254,7 +231,8 @@ TEST(Validate, ChunkedKNeedsAChunkCapableSchedule)
     d.kc = 1024;                               // four chunks: rows with wgmma N > 128 cannot fold them,
     for (int s = 0; s < MKG_SCHED_COUNT; ++s)  // and cluster and ping-pong rows run one chunk
         EXPECT_EQ(mkg_schedule_check(&d, s),
-                  mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || mkg_schedule_shipped_only(s)
+                  mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || mkg_schedule_get(s)->cluster > 1 ||
+                          mkg_schedule_get(s)->pingpong
                       ? MKG_ERR_SCHEDULE_INELIGIBLE
                       : MKG_OK)
             << mkg_schedule_get(s)->name;
@@ -265,14 +243,13 @@ TEST(Validate, ChunkedKNeedsAChunkCapableSchedule)
     set_block_scaled(&d);                      // block scales: chunk-capable rows only, even at one chunk
     d.k = d.lda = d.ldb = 128;
     ASSERT_EQ(mkg_gemm_validate(&d), MKG_OK);
-    // One 128-deep e4m3 tile: an odd count of sub-tiles for the rows with two per stage.
-    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
-        const bool chunk_row = mkg_schedule_wgmma_n(s) <= MKG_CHUNKED_MAX_WN && !mkg_schedule_shipped_only(s);
-        const mkg_status want = mkg_schedule_get(s)->tile_k == 128 ? MKG_ERR_SCHEDULE_K_DEPTH
-                                : chunk_row                        ? MKG_OK
-                                                                   : MKG_ERR_SCHEDULE_INELIGIBLE;
-        EXPECT_EQ(mkg_schedule_check(&d, s), want) << mkg_schedule_get(s)->name << " with block scales";
-    }
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s)
+        EXPECT_EQ(mkg_schedule_check(&d, s),
+                  mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || mkg_schedule_get(s)->cluster > 1 ||
+                          mkg_schedule_get(s)->pingpong
+                      ? MKG_ERR_SCHEDULE_INELIGIBLE
+                      : MKG_OK)
+            << mkg_schedule_get(s)->name << " with block scales";
 }
 
 TEST(Validate, LaunchRejectsNullOpAndBadGrid)
