@@ -46,7 +46,7 @@ static_assert(sizeof(mkg_gemm_params) + 3 * sizeof(int) <= 4096,
 #define MKG_X_CHECK(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                               \
     static_assert(sizeof(mkg_shape<tm, tn, tk, st, swap>) > 0, #name);                                 \
     static_assert(cl == 1 || (cl <= MKG_LAUNCH_MAX_CLUSTER && !swap && split == 1 &&                   \
-                              ((tn / cl) == 16 || (tn / cl) == 32 || (tn / cl) == 64 || (tn / cl) == 128)), \
+                              ((tn / cl) == 64 || (tn / cl) == 128)),                                   \
                   #name ": cluster rows multicast a B box of TN / CL rows (a box class), no swap, no split"); \
     static_assert(pp == 0 || (tm == 128 && !swap && split == 1 && cl == 1),                           \
                   #name ": ping-pong rows are 128-row tiles, no swap, no split, no cluster");

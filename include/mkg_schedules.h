@@ -17,7 +17,7 @@
  *   CL      CTAs per thread-block cluster along M. CL = 2: the two CTAs of a cluster
  *           compute vertically adjacent tiles of one tile column, each loads half of
  *           the shared B tile and multicasts it to both (a third less L2 -> SM
- *           traffic for n256). CL = 4: four tiles, a quarter of B each. Cluster rows run in the shipped persistent kernel only
+ *           traffic for n256). Cluster rows run in the shipped persistent kernel only
  *           (launched with a cluster dimension), one K chunk, no split, no deps.
  *   PP      1: ping-pong consumers. Each consumer warpgroup computes whole TM x TN tiles
  *           (two m64 wgmma row blocks) on alternate work units, so one warpgroup's
@@ -70,9 +70,7 @@ extern "C" {
     X(m8n128k64_s11_swap_rn_g8,        8, 128, 64,11, MKG_RASTER_N,  8,    1,    1,  1,  0) \
     X(m128n192k64_s4_rm_g8_pp,       128, 192, 64, 4, MKG_RASTER_M,  8,    0,    1,  1,  1) \
     X(m16n64k64_s16_swap_rn_g8,       16,  64, 64,16, MKG_RASTER_N,  8,    1,    1,  1,  0) \
-    X(m16n64k64_s16_swap_rn_g8_sk8,   16,  64, 64,16, MKG_RASTER_N,  8,    1,    8,  1,  0) \
-    X(m128n64k64_s8_rn_g8_c4,        128,  64, 64, 8, MKG_RASTER_N,  8,    0,    1,  4,  0) \
-    X(m128n128k64_s6_rn_g8_c4,       128, 128, 64, 6, MKG_RASTER_N,  8,    0,    1,  4,  0)
+    X(m16n64k64_s16_swap_rn_g8_sk8,   16,  64, 64,16, MKG_RASTER_N,  8,    1,    8,  1,  0)
 
 typedef enum mkg_schedule {
 #define MKG_X_ENUM(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) MKG_SCHED_##name,
@@ -93,7 +91,7 @@ typedef enum mkg_schedule {
 #define MKG_LAUNCH_BAR_PP        3          /* named barriers 3, 4: ping-pong hand-off to consumer 0, 1
                                                (shipped kernel only; free in a user's persistent kernel) */
 #define MKG_LAUNCH_SMEM_BYTES    (MKG_LAUNCH_RING_BYTES + MKG_LAUNCH_EPI_BYTES + 1024 + 512) /* + barriers, flags, alignment */
-#define MKG_LAUNCH_MAX_CLUSTER   4          /* largest CL column (CTAs per cluster) */
+#define MKG_LAUNCH_MAX_CLUSTER   2          /* largest CL column (CTAs per cluster) */
 
 /* Host-side metadata of one row. */
 typedef struct mkg_schedule_info {
