@@ -11,7 +11,7 @@
  * Kernel: 256 threads; warpgroup 0 = producer (one thread issues TMA), warpgroup 1 = the consumer.
  * CL > 1: the CL CTAs of a cluster own CL consecutive M tiles of one N tile; each loads its A tile
  * and a 1/CL slice of B, multicast to all; every consumer releases a slot in every CTA.
- * Usage: mkg_mimic_probe [M N K]   (default 512 2048 2048)
+ * Usage: mkg_mimic_probe [M N K [all]]   (default 512 2048 2048; "all" adds cluster and width variants)
  */
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -27,6 +27,17 @@
 #include "mkg_ptx_sm90.cuh"
 
 #define CK(call) MKG_CUDA_CHECK(call) /* mkg_check.h: prints the call and exits */
+
+static __device__ __forceinline__ void wgmma_n64(float *d, uint64_t da, uint64_t db, uint32_t scale_d)
+{
+    asm volatile("{\n\t.reg .pred p;\n\t"
+                 "setp.ne.b32 p, %34, 0;\n\t"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+                 "%32, %33, p, 1, 1, 0, 0;\n\t}"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "l"(da), "l"(db), "r"(scale_d));
+}
 
 static __device__ __forceinline__ void wgmma_n128(float *d, uint64_t da, uint64_t db, uint32_t scale_d)
 {
@@ -70,7 +81,9 @@ static __device__ __forceinline__ uint64_t desc_sw128(uint32_t a)
 template <int BN>
 static __device__ __forceinline__ void wgmma_bn(float *d, uint64_t da, uint64_t db, uint32_t scale_d)
 {
-    if constexpr (BN == 128)
+    if constexpr (BN == 64)
+        wgmma_n64(d, da, db, scale_d);
+    else if constexpr (BN == 128)
         wgmma_n128(d, da, db, scale_d);
     else if constexpr (BN == 144)
         wgmma_n144(d, da, db, scale_d);
@@ -78,17 +91,21 @@ static __device__ __forceinline__ void wgmma_bn(float *d, uint64_t da, uint64_t 
         wgmma_n160(d, da, db, scale_d);
 }
 
-template <int BN, int CL, int ST>
-__global__ void __launch_bounds__(256, 1) k_mimic(const __grid_constant__ CUtensorMap ta,
+// NC consumer warpgroups (1 or 2): the tile is 64 NC x BN, warpgroup w takes A rows 64w .. 64w + 63
+// (NC = 2 is the library's cooperative m128nBN split). IDLE = 1 adds a warpgroup that does nothing
+// (the library's launch shape has 384 threads whatever the row).
+template <int BN, int CL, int ST, int NC = 1, int IDLE = 0>
+__global__ void __launch_bounds__(128 * (1 + NC + IDLE), 1) k_mimic(const __grid_constant__ CUtensorMap ta,
                                                   const __grid_constant__ CUtensorMap tb, __nv_bfloat16 *c, int m,
                                                   int n, int k)
 {
-    constexpr uint32_t A_BYTES = 64 * 128, B_BYTES = BN * 128, STAGE = A_BYTES + B_BYTES;
+    constexpr int TM = 64 * NC;
+    constexpr uint32_t A_BYTES = TM * 128, B_BYTES = BN * 128, STAGE = A_BYTES + B_BYTES;
     static_assert(STAGE % 1024 == 0 && ((BN / CL) * 128) % 1024 == 0, "1024-byte aligned tiles and slices");
     extern __shared__ __align__(1024) unsigned char smem[];
     const uint32_t base = (mkg_smem_addr(smem) + 1023u) & ~1023u;
     const uint32_t full = base + ST * STAGE, empty = full + 8u * ST;
-    const int tiles_m = m / 64;
+    const int tiles_m = m / TM;
     const int mt = (int)blockIdx.x % tiles_m, nt = (int)blockIdx.x / tiles_m;
     const uint32_t rank = CL > 1 ? mkg_cluster_ctarank() : 0u;
     const int kts = k / 64;
@@ -97,7 +114,7 @@ __global__ void __launch_bounds__(256, 1) k_mimic(const __grid_constant__ CUtens
         mkg_prefetch_tensormap(&tb);
         for (int s = 0; s < ST; ++s) {
             mkg_mbarrier_init(full + 8u * s, 1);
-            mkg_mbarrier_init(empty + 8u * s, CL);
+            mkg_mbarrier_init(empty + 8u * s, CL * NC);
         }
         mkg_fence_mbarrier_init();
     }
@@ -114,7 +131,7 @@ __global__ void __launch_bounds__(256, 1) k_mimic(const __grid_constant__ CUtens
                     mkg_mbarrier_wait_parity(empty + 8u * s, (uint32_t)((kt / ST) - 1) & 1u);
                 const uint32_t st = base + s * STAGE;
                 mkg_mbarrier_arrive_expect_tx(full + 8u * s, STAGE);
-                mkg_tma_load_2d(st, &ta, full + 8u * s, kt * 64, mt * 64);
+                mkg_tma_load_2d(st, &ta, full + 8u * s, kt * 64, mt * TM);
                 if constexpr (CL > 1)
                     mkg_tma_load_2d_multicast(st + A_BYTES + rank * (BN / CL) * 128u, &tb, full + 8u * s, kt * 64,
                                               nt * BN + (int)rank * (BN / CL), (uint16_t)((1u << CL) - 1u));
@@ -122,15 +139,18 @@ __global__ void __launch_bounds__(256, 1) k_mimic(const __grid_constant__ CUtens
                     mkg_tma_load_2d(st + A_BYTES, &tb, full + 8u * s, kt * 64, nt * BN);
             }
         }
+    } else if (threadIdx.x >= 128 * (1 + NC)) {
+        mkg_setmaxnreg_dec<40>();                 // the idle warpgroup
     } else {
         mkg_setmaxnreg_inc<232>();
+        const int w = (int)threadIdx.x / 128 - 1;
         float d[BN / 2];
         uint32_t prev = 0;
         for (int kt = 0; kt < kts; ++kt) {
             const uint32_t s = (uint32_t)(kt % ST);
             mkg_mbarrier_wait_parity(full + 8u * s, (uint32_t)(kt / ST) & 1u);
             const uint32_t st = base + s * STAGE;
-            const uint64_t da = desc_sw128(st), db = desc_sw128(st + A_BYTES);
+            const uint64_t da = desc_sw128(st + (uint32_t)w * 8192u), db = desc_sw128(st + A_BYTES);
             mkg_wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < 4; ++kk)
@@ -138,7 +158,7 @@ __global__ void __launch_bounds__(256, 1) k_mimic(const __grid_constant__ CUtens
             mkg_wgmma_commit_group();
             if (kt > 0) {
                 mkg_wgmma_wait_group<1>();
-                if (threadIdx.x == 128) {
+                if ((threadIdx.x & 127) == 0) {
                     if constexpr (CL > 1) {
 #pragma unroll
                         for (uint32_t r = 0; r < (uint32_t)CL; ++r)
@@ -155,7 +175,7 @@ __global__ void __launch_bounds__(256, 1) k_mimic(const __grid_constant__ CUtens
         for (int i = 0; i < BN / 2; ++i)
             mkg_fence_operand(d[i]);
         // No release of the last slot: nothing refills it. Direct stores of the fragment.
-        const int t = (int)threadIdx.x - 128, row = mt * 64 + (t / 32) * 16 + (t % 32) / 4;
+        const int t = (int)threadIdx.x & 127, row = mt * TM + 64 * w + (t / 32) * 16 + (t % 32) / 4;
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
             const int col = nt * BN + 8 * j + 2 * (t % 4);
@@ -215,26 +235,27 @@ struct problem {
 
 typedef void (*launch_fn)(const problem &, int set, cudaStream_t);
 
-template <int BN, int CL, int ST>
+template <int BN, int CL, int ST, int NC = 1, int IDLE = 0>
 static void launch_mimic(const problem &p, int set, cudaStream_t st)
 {
+    constexpr int TM = 64 * NC;
+    constexpr int SMEM = ST * (TM + BN) * 128 + 1024 + 256;
     static CUtensorMap ta[SETS], tb[SETS];
     static bool ready = false;
     if (!ready) {
         for (int i = 0; i < SETS; ++i) {
-            encode(&ta[i], p.a[i], p.m, p.k, 64);
+            encode(&ta[i], p.a[i], p.m, p.k, TM);
             encode(&tb[i], p.b[i], p.n, p.k, BN / CL);
         }
-        CK(cudaFuncSetAttribute(k_mimic<BN, CL, ST>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                ST * (64 + BN) * 128 + 1024 + 256));
+        CK(cudaFuncSetAttribute(k_mimic<BN, CL, ST, NC, IDLE>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
         ready = true;
     }
     cudaLaunchConfig_t cfg;
     memset(&cfg, 0, sizeof cfg);
     cudaLaunchAttribute attr[1];
-    cfg.gridDim = dim3((unsigned)((p.m / 64) * ((p.n + BN - 1) / BN)));
-    cfg.blockDim = dim3(256);
-    cfg.dynamicSmemBytes = ST * (64 + BN) * 128 + 1024 + 256;
+    cfg.gridDim = dim3((unsigned)((p.m / TM) * ((p.n + BN - 1) / BN)));
+    cfg.blockDim = dim3(128 * (1 + NC + IDLE));
+    cfg.dynamicSmemBytes = SMEM;
     cfg.stream = st;
     if (CL > 1) {
         attr[0].id = cudaLaunchAttributeClusterDimension;
@@ -244,7 +265,7 @@ static void launch_mimic(const problem &p, int set, cudaStream_t st)
         cfg.attrs = attr;
         cfg.numAttrs = 1;
     }
-    CK(cudaLaunchKernelEx(&cfg, k_mimic<BN, CL, ST>, ta[set], tb[set], p.c[set], p.m, p.n, p.k));
+    CK(cudaLaunchKernelEx(&cfg, k_mimic<BN, CL, ST, NC, IDLE>, ta[set], tb[set], p.c[set], p.m, p.n, p.k));
 }
 
 static cublasHandle_t g_cublas;
@@ -354,6 +375,7 @@ int main(int argc, char **argv)
         return 0;
     }
     problem p;
+    // mkg_mimic_probe [M N K [all]]: "all" adds the first run's cluster and width variants.
     p.m = argc > 3 ? atoi(argv[1]) : 512;
     p.n = argc > 3 ? atoi(argv[2]) : 2048;
     p.k = argc > 3 ? atoi(argv[3]) : 2048;
@@ -379,14 +401,22 @@ int main(int argc, char **argv)
     void *ws = NULL;
     CK(cudaMalloc(&ws, 64 << 20));
     cublasSetWorkspace(g_cublas, ws, 64 << 20);
+    const bool all = argc > 4;
     run(p, "cublasGemmEx (default algo)", launch_cublas);
     run(p, "mimic 64x128, 1 CTA, 8 stages", launch_mimic<128, 1, 8>);
-    run(p, "mimic 64x128, 1x4 cluster, 8 stages", launch_mimic<128, 4, 8>);
-    run(p, "mimic 64x144, 1 CTA, 7 stages", launch_mimic<144, 1, 7>);
-    run(p, "mimic 64x144, 1x2 cluster, 7 stages", launch_mimic<144, 2, 7>);
-    run(p, "mimic 64x160, 1 CTA, 7 stages", launch_mimic<160, 1, 7>);
-    run(p, "mimic 64x160, 1x4 cluster, 7 stages", launch_mimic<160, 4, 7>);
-    run(p, "mimic 64x128, 1 CTA, 4 stages", launch_mimic<128, 1, 4>);
+    run(p, "mimic 64x128 + idle wg (384 thr), 8 st", launch_mimic<128, 1, 8, 1, 1>);
+    run(p, "mimic 128x64, 2 consumer wg, 8 st", launch_mimic<64, 1, 8, 2>);
+    run(p, "mimic 128x64, 2 consumer wg, 6 st", launch_mimic<64, 1, 6, 2>);
+    run(p, "mimic 128x128, 2 consumer wg, 6 st", launch_mimic<128, 1, 6, 2>);
+    run(p, "mimic 64x64, 1 consumer wg, 8 st", launch_mimic<64, 1, 8>);
+    if (all) {
+        run(p, "mimic 64x128, 1x4 cluster, 8 stages", launch_mimic<128, 4, 8>);
+        run(p, "mimic 64x144, 1 CTA, 7 stages", launch_mimic<144, 1, 7>);
+        run(p, "mimic 64x144, 1x2 cluster, 7 stages", launch_mimic<144, 2, 7>);
+        run(p, "mimic 64x160, 1 CTA, 7 stages", launch_mimic<160, 1, 7>);
+        run(p, "mimic 64x160, 1x4 cluster, 7 stages", launch_mimic<160, 4, 7>);
+        run(p, "mimic 64x128, 1 CTA, 4 stages", launch_mimic<128, 1, 4>);
+    }
     run(p, "cublasGemmEx (default algo), again", launch_cublas);
     return 0;
 }
