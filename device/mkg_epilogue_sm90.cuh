@@ -412,9 +412,7 @@ static __device__ __forceinline__ void mkg_epilogue_store(const mkg_gemm_params 
                                                           int x0, int y0, mkg_ring *r, uint32_t epi_base,
                                                           int wg)
 {
-    // v33 (experiment): plain stores of the narrow cooperative rows (wgmma N <= 64, no swap) go
-    // straight from registers, as the mimic probe's kernel does, not through shared memory + TMA.
-    if (p->epilogue == MKG_EPI_STORE && !p->deps.done && (SWAP || WN > 64)) {
+    if (p->epilogue == MKG_EPI_STORE && !p->deps.done) {
         switch (p->c_type) {
         case MKG_DTYPE_BF16: mkg_epilogue_as<WN, SWAP, MKG_DTYPE_BF16, NB>(p, m, d, x0, y0, r, epi_base, wg); break;
         case MKG_DTYPE_FP16: mkg_epilogue_as<WN, SWAP, MKG_DTYPE_FP16, NB>(p, m, d, x0, y0, r, epi_base, wg); break;
