@@ -11,7 +11,8 @@
  * Kernel: 256 threads; warpgroup 0 = producer (one thread issues TMA), warpgroup 1 = the consumer.
  * CL > 1: the CL CTAs of a cluster own CL consecutive M tiles of one N tile; each loads its A tile
  * and a 1/CL slice of B, multicast to all; every consumer releases a slot in every CTA.
- * Usage: mkg_mimic_probe [M N K [all]]   (default 512 2048 2048; "all" adds cluster and width variants)
+ * Usage: mkg_mimic_probe [M N K [all|launch|staged]]   (default 512 2048 2048; all: cluster and width
+ *   variants; launch: parameter block and shared-memory size; staged: the library's way of storing C)
  */
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -102,10 +103,14 @@ struct big_params {
     int pad[16];
 };
 
-template <int BN, int CL, int ST, int NC = 1, int IDLE = 0>
+// STAGED = 1: the library's way of storing C: each consumer warpgroup writes its 64 x BN bf16 tile
+// into 128B-swizzled shared memory (8 KB per 64 columns), syncs on a named barrier, and one thread
+// TMA-stores it (bulk group), waiting for the stores' reads before it exits.
+template <int BN, int CL, int ST, int NC = 1, int IDLE = 0, int STAGED = 0>
 __global__ void __launch_bounds__(128 * (1 + NC + IDLE), 1) k_mimic(const __grid_constant__ CUtensorMap ta,
                                                   const __grid_constant__ CUtensorMap tb, __nv_bfloat16 *c, int m,
-                                                  int n, int k, const __grid_constant__ big_params bp)
+                                                  int n, int k, const __grid_constant__ big_params bp,
+                                                  const __grid_constant__ CUtensorMap tc)
 {
     constexpr int TM = 64 * NC;
     constexpr uint32_t A_BYTES = TM * 128, B_BYTES = BN * 128, STAGE = A_BYTES + B_BYTES;
@@ -182,8 +187,33 @@ __global__ void __launch_bounds__(128 * (1 + NC + IDLE), 1) k_mimic(const __grid
 #pragma unroll
         for (int i = 0; i < BN / 2; ++i)
             mkg_fence_operand(d[i]);
-        // No release of the last slot: nothing refills it. Direct stores of the fragment.
+        // No release of the last slot: nothing refills it.
         const int t = (int)threadIdx.x & 127, row = mt * TM + 64 * w + (t / 32) * 16 + (t % 32) / 4;
+        if constexpr (STAGED) {
+            const uint32_t buf = ((full + 16u * ST + 1023u) & ~1023u) + (uint32_t)w * BN * 128u;
+            const int r0 = (t / 32) * 16 + (t % 32) / 4;            // row inside the 64-row tile
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j) {
+                const int col = 8 * j + 2 * (t % 4);
+                const uint32_t box = buf + (uint32_t)(col / 64) * 8192u, cb = (uint32_t)(col % 64) * 2u;
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const uint32_t r = (uint32_t)(r0 + 8 * h);
+                    const __nv_bfloat162 v = __floats2bfloat162_rn(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+                    mkg_st_shared_b32(box + r * 128u + ((((cb >> 4) ^ (r & 7u)) << 4) | (cb & 15u)),
+                                      *(const uint32_t *)&v);
+                }
+            }
+            mkg_fence_proxy_async_shared();
+            mkg_bar_sync(1 + w, 128);
+            if (t == 0) {
+#pragma unroll
+                for (int b = 0; b < BN / 64; ++b)
+                    mkg_tma_store_2d(&tc, buf + (uint32_t)b * 8192u, nt * BN + 64 * b, mt * TM + 64 * w);
+                mkg_bulk_commit_group();
+                mkg_bulk_wait_group_read<0>();
+            }
+        } else {
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
             const int col = nt * BN + 8 * j + 2 * (t % 4);
@@ -192,6 +222,7 @@ __global__ void __launch_bounds__(128 * (1 + NC + IDLE), 1) k_mimic(const __grid
                 *(__nv_bfloat162 *)(c + (size_t)(row + 8) * n + col) =
                     __floats2bfloat162_rn(d[4 * j + 2], d[4 * j + 3]);
             }
+        }
         }
     }
     if constexpr (CL > 1)
@@ -243,20 +274,23 @@ struct problem {
 
 typedef void (*launch_fn)(const problem &, int set, cudaStream_t);
 
-template <int BN, int CL, int ST, int NC = 1, int IDLE = 0, int BIG = 0>
+template <int BN, int CL, int ST, int NC = 1, int IDLE = 0, int BIG = 0, int STAGED = 0>
 static void launch_mimic(const problem &p, int set, cudaStream_t st)
 {
     constexpr int TM = 64 * NC;
-    constexpr int SMEM = BIG ? 192 * 1024 + 32 * 1024 + 1024 + 512 : ST * (TM + BN) * 128 + 1024 + 256;
+    constexpr int SMEM = BIG ? 192 * 1024 + 32 * 1024 + 1024 + 512
+                             : ST * (TM + BN) * 128 + 1024 + 256 + (STAGED ? 1024 + NC * BN * 128 : 0);
     static big_params bp;                         // contents unused; BIG = 0 passes it too (same kernel)
-    static CUtensorMap ta[SETS], tb[SETS];
+    static CUtensorMap ta[SETS], tb[SETS], tc[SETS];
     static bool ready = false;
     if (!ready) {
         for (int i = 0; i < SETS; ++i) {
             encode(&ta[i], p.a[i], p.m, p.k, TM);
             encode(&tb[i], p.b[i], p.n, p.k, BN / CL);
+            encode(&tc[i], p.c[i], p.m, p.n, 64);
         }
-        CK(cudaFuncSetAttribute(k_mimic<BN, CL, ST, NC, IDLE>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+        CK(cudaFuncSetAttribute(k_mimic<BN, CL, ST, NC, IDLE, STAGED>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                SMEM));
         ready = true;
     }
     cudaLaunchConfig_t cfg;
@@ -274,7 +308,8 @@ static void launch_mimic(const problem &p, int set, cudaStream_t st)
         cfg.attrs = attr;
         cfg.numAttrs = 1;
     }
-    CK(cudaLaunchKernelEx(&cfg, k_mimic<BN, CL, ST, NC, IDLE>, ta[set], tb[set], p.c[set], p.m, p.n, p.k, bp));
+    CK(cudaLaunchKernelEx(&cfg, k_mimic<BN, CL, ST, NC, IDLE, STAGED>, ta[set], tb[set], p.c[set], p.m, p.n, p.k, bp,
+                          tc[set]));
 }
 
 static cublasHandle_t g_cublas;
@@ -417,6 +452,14 @@ int main(int argc, char **argv)
         run(p, "  + 226 KB dynamic smem", launch_mimic<64, 1, 8, 2, 0, 1>);
         run(p, "mimic 64x128, 1 CTA, 8 stages", launch_mimic<128, 1, 8>);
         run(p, "  + 226 KB dynamic smem", launch_mimic<128, 1, 8, 1, 0, 1>);
+        return 0;
+    }
+    if (argc > 4 && strcmp(argv[4], "staged") == 0) {
+        run(p, "cublasGemmEx (default algo)", launch_cublas);
+        run(p, "mimic 128x64, 2 wg, s8, direct stores", launch_mimic<64, 1, 8, 2>);
+        run(p, "mimic 128x64, 2 wg, s8, staged + TMA", launch_mimic<64, 1, 8, 2, 0, 0, 1>);
+        run(p, "mimic 64x128, 1 wg, s8, direct stores", launch_mimic<128, 1, 8>);
+        run(p, "mimic 64x128, 1 wg, s8, staged + TMA", launch_mimic<128, 1, 8, 1, 0, 0, 1>);
         return 0;
     }
     run(p, "cublasGemmEx (default algo)", launch_cublas);
