@@ -25,7 +25,10 @@
 #include <string.h>
 
 #include "mkg_check.h"
+#include "mkg_gemm.h"
 #include "mkg_ptx_sm90.cuh"
+#include "mkg_schedules.h"
+#include "mkg_tile_order.h"
 
 #define CK(call) MKG_CUDA_CHECK(call) /* mkg_check.h: prints the call and exits */
 
@@ -106,7 +109,14 @@ struct big_params {
 // STAGED = 1: the library's way of storing C: each consumer warpgroup writes its 64 x BN bf16 tile
 // into 128B-swizzled shared memory (8 KB per 64 columns), syncs on a named barrier, and one thread
 // TMA-stores it (bulk group), waiting for the stores' reads before it exits.
-template <int BN, int CL, int ST, int NC = 1, int IDLE = 0, int STAGED = 0>
+// LIB: bits that add one piece of the library's shipped kernel each (the bisection of session 11's
+// finding that the library is 1.3-1.7 us per launch slower than this kernel on the small grids):
+#define MIMIC_GDC 1    /* griddepcontrol.wait + launch_dependents after the CTA barrier (ACQBULK, PREEXIT) */
+#define MIMIC_HIGHP 2  /* M, N, K read from the end of the 2.5 KB parameter block, as mkg_gemm_params' scalars */
+#define MIMIC_BARS 4   /* 16 barrier pairs initialised; the producer waits on empty even for fresh slots */
+#define MIMIC_UNIT 8   /* the tile from mkg_tile_of_unit (raster N, group 8), as the library orders units */
+#define MIMIC_PF3 16   /* a third tensor map (C's) prefetched at the start */
+template <int BN, int CL, int ST, int NC = 1, int IDLE = 0, int STAGED = 0, int LIB = 0>
 __global__ void __launch_bounds__(128 * (1 + NC + IDLE), 1) k_mimic(const __grid_constant__ CUtensorMap ta,
                                                   const __grid_constant__ CUtensorMap tb, __nv_bfloat16 *c, int m,
                                                   int n, int k, const __grid_constant__ big_params bp,
@@ -117,15 +127,28 @@ __global__ void __launch_bounds__(128 * (1 + NC + IDLE), 1) k_mimic(const __grid
     static_assert(STAGE % 1024 == 0 && ((BN / CL) * 128) % 1024 == 0, "1024-byte aligned tiles and slices");
     extern __shared__ __align__(1024) unsigned char smem[];
     const uint32_t base = (mkg_smem_addr(smem) + 1023u) & ~1023u;
-    const uint32_t full = base + ST * STAGE, empty = full + 8u * ST;
+    constexpr int NBAR = (LIB & MIMIC_BARS) ? 16 : ST;
+    const uint32_t full = base + ST * STAGE, empty = full + 8u * NBAR;
+    if constexpr ((LIB & MIMIC_HIGHP) != 0) {
+        m = bp.pad[13];                               // (N is read only after the K loop)
+        k = bp.pad[15];
+    }
     const int tiles_m = m / TM;
-    const int mt = (int)blockIdx.x % tiles_m, nt = (int)blockIdx.x / tiles_m;
+    int mt = (int)blockIdx.x % tiles_m, nt = (int)blockIdx.x / tiles_m;
+    if constexpr ((LIB & MIMIC_UNIT) != 0) {
+        // Every unit of this CTA (one on the small grids): the tile as the library orders it.
+        const mkg_tile tt = mkg_tile_of_unit((int)blockIdx.x, tiles_m, (n + BN - 1) / BN, MKG_RASTER_N, 8);
+        mt = tt.m;
+        nt = tt.n;
+    }
     const uint32_t rank = CL > 1 ? mkg_cluster_ctarank() : 0u;
     const int kts = k / 64;
     if (threadIdx.x == 0) {
         mkg_prefetch_tensormap(&ta);
         mkg_prefetch_tensormap(&tb);
-        for (int s = 0; s < ST; ++s) {
+        if constexpr ((LIB & MIMIC_PF3) != 0)
+            mkg_prefetch_tensormap(&tc);
+        for (int s = 0; s < NBAR; ++s) {
             mkg_mbarrier_init(full + 8u * s, 1);
             mkg_mbarrier_init(empty + 8u * s, CL * NC);
         }
@@ -135,6 +158,10 @@ __global__ void __launch_bounds__(128 * (1 + NC + IDLE), 1) k_mimic(const __grid
         mkg_cluster_sync();
     else
         __syncthreads();
+    if constexpr ((LIB & MIMIC_GDC) != 0) {
+        mkg_griddep_wait();
+        mkg_griddep_launch_dependents();
+    }
     if (threadIdx.x < 128) {
         mkg_setmaxnreg_dec<40>();
         if (threadIdx.x == 0) {
@@ -142,6 +169,8 @@ __global__ void __launch_bounds__(128 * (1 + NC + IDLE), 1) k_mimic(const __grid
                 const uint32_t s = (uint32_t)(kt % ST);
                 if (kt >= ST)
                     mkg_mbarrier_wait_parity(empty + 8u * s, (uint32_t)((kt / ST) - 1) & 1u);
+                else if constexpr ((LIB & MIMIC_BARS) != 0)
+                    mkg_mbarrier_wait_parity(empty + 8u * s, 1u);   // a fresh barrier: returns at once
                 const uint32_t st = base + s * STAGE;
                 mkg_mbarrier_arrive_expect_tx(full + 8u * s, STAGE);
                 mkg_tma_load_2d(st, &ta, full + 8u * s, kt * 64, mt * TM);
@@ -190,7 +219,7 @@ __global__ void __launch_bounds__(128 * (1 + NC + IDLE), 1) k_mimic(const __grid
         // No release of the last slot: nothing refills it.
         const int t = (int)threadIdx.x & 127, row = mt * TM + 64 * w + (t / 32) * 16 + (t % 32) / 4;
         if constexpr (STAGED) {
-            const uint32_t buf = ((full + 16u * ST + 1023u) & ~1023u) + (uint32_t)w * BN * 128u;
+            const uint32_t buf = ((full + 16u * NBAR + 1023u) & ~1023u) + (uint32_t)w * BN * 128u;
             const int r0 = (t / 32) * 16 + (t % 32) / 4;            // row inside the 64-row tile
 #pragma unroll
             for (int j = 0; j < BN / 8; ++j) {
@@ -276,13 +305,16 @@ struct problem {
 
 typedef void (*launch_fn)(const problem &, int set, cudaStream_t);
 
-template <int BN, int CL, int ST, int NC = 1, int IDLE = 0, int BIG = 0, int STAGED = 0>
+template <int BN, int CL, int ST, int NC = 1, int IDLE = 0, int BIG = 0, int STAGED = 0, int LIB = 0>
 static void launch_mimic(const problem &p, int set, cudaStream_t st)
 {
     constexpr int TM = 64 * NC;
     constexpr int SMEM = BIG ? 192 * 1024 + 32 * 1024 + 1024 + 512
                              : ST * (TM + BN) * 128 + 1024 + 256 + (STAGED ? 1024 + NC * BN * 128 : 0);
-    static big_params bp;                         // contents unused; BIG = 0 passes it too (same kernel)
+    static big_params bp;                         // maps unused; pad[13..15] = M, N, K (MIMIC_HIGHP)
+    bp.pad[13] = p.m;
+    bp.pad[14] = p.n;
+    bp.pad[15] = p.k;
     static CUtensorMap ta[MAXSETS], tb[MAXSETS], tc[MAXSETS];
     static bool ready = false;
     if (!ready) {
@@ -291,8 +323,8 @@ static void launch_mimic(const problem &p, int set, cudaStream_t st)
             encode(&tb[i], p.b[i], p.n, p.k, BN / CL);
             encode(&tc[i], p.c[i], p.m, p.n, 64);
         }
-        CK(cudaFuncSetAttribute(k_mimic<BN, CL, ST, NC, IDLE, STAGED>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                SMEM));
+        CK(cudaFuncSetAttribute(k_mimic<BN, CL, ST, NC, IDLE, STAGED, LIB>,
+                                cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
         ready = true;
     }
     cudaLaunchConfig_t cfg;
@@ -310,8 +342,41 @@ static void launch_mimic(const problem &p, int set, cudaStream_t st)
         cfg.attrs = attr;
         cfg.numAttrs = 1;
     }
-    CK(cudaLaunchKernelEx(&cfg, k_mimic<BN, CL, ST, NC, IDLE, STAGED>, ta[set], tb[set], p.c[set], p.m, p.n, p.k, bp,
-                          tc[set]));
+    CK(cudaLaunchKernelEx(&cfg, k_mimic<BN, CL, ST, NC, IDLE, STAGED, LIB>, ta[set], tb[set], p.c[set], p.m, p.n,
+                          p.k, bp, tc[set]));
+}
+
+// The library's shipped kernel for one schedule, through its public API (one op per set).
+static mkg_gemm_op *g_ops[MAXSETS];
+static int g_sched = -1;
+
+static void launch_library(const problem &p, int set, cudaStream_t st)
+{
+    if (!g_ops[set]) {
+        mkg_gemm_desc d;
+        memset(&d, 0, sizeof d);
+        d.m = p.m;
+        d.n = p.n;
+        d.k = p.k;
+        d.a_type = d.b_type = d.c_type = MKG_DTYPE_BF16;
+        d.a = p.a[set];
+        d.b = p.b[set];
+        d.c = p.c[set];
+        d.lda = d.ldb = p.k;
+        d.ldc = p.n;
+        d.epilogue = MKG_EPI_STORE;
+        d.kc = 0;
+        const mkg_status s = mkg_gemm_create(&d, &g_ops[set]);
+        if (s != MKG_OK) {
+            fprintf(stderr, "mkg_gemm_create: %s\n", mkg_status_string(s));
+            exit(1);
+        }
+    }
+    const mkg_status s = mkg_gemm_launch(g_ops[set], g_sched, 0, st);
+    if (s != MKG_OK) {
+        fprintf(stderr, "mkg_gemm_launch: %s\n", mkg_status_string(s));
+        exit(1);
+    }
 }
 
 static cublasHandle_t g_cublas;
@@ -403,7 +468,8 @@ static void run(const problem &p, const char *what, launch_fn f)
 {
     for (int i = 0; i < p.sets; ++i)
         CK(cudaMemset(p.c[i], 0xff, (size_t)p.m * p.n * 2)); // NaN poison
-    f(p, 0, 0);
+    for (int i = p.sets - 1; i >= 0; --i)     // every set once outside a capture (the library creates its ops)
+        f(p, i, 0);
     CK(cudaDeviceSynchronize());
     const double err = check(p);
     const double us = time_graph(p, f);
@@ -458,6 +524,22 @@ int main(int argc, char **argv)
         run(p, "  + 226 KB dynamic smem", launch_mimic<64, 1, 8, 2, 0, 1>);
         run(p, "mimic 64x128, 1 CTA, 8 stages", launch_mimic<128, 1, 8>);
         run(p, "  + 226 KB dynamic smem", launch_mimic<128, 1, 8, 1, 0, 1>);
+        return 0;
+    }
+    if (argc > 4 && strcmp(argv[4], "bisect") == 0) {
+        // The library's m128n64 s8 row against the staged mimic of the same tile, then the mimic
+        // with one library piece at a time (MIMIC_* bits), then all of them.
+        g_sched = mkg_schedule_find("m128n64k64_s8_rn_g8");
+        run(p, "cublasGemmEx (default algo)", launch_cublas);
+        run(p, "library m128n64k64_s8_rn_g8", launch_library);
+        run(p, "mimic 128x64, 2 wg, s8, staged", launch_mimic<64, 1, 8, 2, 0, 0, 1>);
+        run(p, "  + griddepcontrol (ACQBULK)", launch_mimic<64, 1, 8, 2, 0, 0, 1, MIMIC_GDC>);
+        run(p, "  + scalars at the block's end", launch_mimic<64, 1, 8, 2, 0, 0, 1, MIMIC_HIGHP>);
+        run(p, "  + 16 barrier pairs, fresh waits", launch_mimic<64, 1, 8, 2, 0, 0, 1, MIMIC_BARS>);
+        run(p, "  + unit loop, tile order", launch_mimic<64, 1, 8, 2, 0, 0, 1, MIMIC_UNIT>);
+        run(p, "  + C map prefetch", launch_mimic<64, 1, 8, 2, 0, 0, 1, MIMIC_PF3>);
+        run(p, "  + all five, 226 KB smem", launch_mimic<64, 1, 8, 2, 0, 1, 1, 31>);
+        run(p, "library m128n64k64_s8_rn_g8, again", launch_library);
         return 0;
     }
     if (argc > 4 && strcmp(argv[4], "staged") == 0) {
