@@ -29,30 +29,10 @@
 #include "mkg_ptx_sm90.cuh"
 #include "mkg_schedules.h"
 #include "mkg_tile_order.h"
+#include "mkg_wgmma_sm90.cuh"
 
 #define CK(call) MKG_CUDA_CHECK(call) /* mkg_check.h: prints the call and exits */
-
-static __device__ __forceinline__ void wgmma_n64(float *d, uint64_t da, uint64_t db, uint32_t scale_d)
-{
-    asm volatile("{\n\t.reg .pred p;\n\t"
-                 "setp.ne.b32 p, %34, 0;\n\t"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-                 "%32, %33, p, 1, 1, 0, 0;\n\t}"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-                 : "l"(da), "l"(db), "r"(scale_d));
-}
-
-static __device__ __forceinline__ void wgmma_n128(float *d, uint64_t da, uint64_t db, uint32_t scale_d)
-{
-    asm volatile("{\n\t.reg .pred p;\n\t"
-                 "setp.ne.b32 p, %66, 0;\n\t"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-                 "%64, %65, p, 1, 1, 0, 0;\n\t}"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-                 : "l"(da), "l"(db), "r"(scale_d));
-}
+#include "probe_tmap.h"
 
 static __device__ __forceinline__ void wgmma_n144(float *d, uint64_t da, uint64_t db, uint32_t scale_d)
 {
@@ -77,18 +57,11 @@ static __device__ __forceinline__ void wgmma_n160(float *d, uint64_t da, uint64_
 }
 
 
-static __device__ __forceinline__ uint64_t desc_sw128(uint32_t a)
-{
-    return (uint64_t)((a & 0x3FFFF) >> 4) | ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 62);
-}
-
 template <int BN>
 static __device__ __forceinline__ void wgmma_bn(float *d, uint64_t da, uint64_t db, uint32_t scale_d)
 {
-    if constexpr (BN == 64)
-        wgmma_n64(d, da, db, scale_d);
-    else if constexpr (BN == 128)
-        wgmma_n128(d, da, db, scale_d);
+    if constexpr (BN == 64 || BN == 128)
+        mkg_wgmma_m64k16<BN, MKG_DTYPE_BF16>(d, da, db, scale_d);     // the library's generated forms
     else if constexpr (BN == 144)
         wgmma_n144(d, da, db, scale_d);
     else
@@ -192,7 +165,7 @@ __global__ void __launch_bounds__(128 * (1 + NC + IDLE), 1) k_mimic(const __grid
             const uint32_t s = (uint32_t)(kt % ST);
             mkg_mbarrier_wait_parity(full + 8u * s, (uint32_t)(kt / ST) & 1u);
             const uint32_t st = base + s * STAGE;
-            const uint64_t da = desc_sw128(st + (uint32_t)w * 8192u), db = desc_sw128(st + A_BYTES);
+            const uint64_t da = mkg_wgmma_desc_sw128(st + (uint32_t)w * 8192u), db = mkg_wgmma_desc_sw128(st + A_BYTES);
             mkg_wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < 4; ++kk)
@@ -256,31 +229,6 @@ __global__ void __launch_bounds__(128 * (1 + NC + IDLE), 1) k_mimic(const __grid
     }
     if constexpr (CL > 1)
         mkg_cluster_sync();                   // no CTA leaves while a peer may still multicast or arrive
-}
-
-typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
-                              const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
-                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-static void encode(CUtensorMap *map, const void *ptr, int rows, int cols, int box_rows)
-{
-    static encode_fn enc = NULL;
-    if (!enc) {
-        void *fn = NULL;
-        enum cudaDriverEntryPointQueryResult q;
-        CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
-        enc = (encode_fn)fn;
-    }
-    const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
-    const cuuint64_t strides[1] = {(cuuint64_t)cols * 2};
-    const cuuint32_t box[2] = {64, (cuuint32_t)box_rows};
-    const cuuint32_t es[2] = {1, 1};
-    if (enc(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)ptr, dims, strides, box, es,
-            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
-        fprintf(stderr, "cuTensorMapEncodeTiled failed\n");
-        exit(1);
-    }
 }
 
 __global__ void k_fill(__nv_bfloat16 *p, size_t count, uint32_t seed)

@@ -23,6 +23,7 @@
 #include "mkg_wgmma_sm90.cuh"
 
 #define CK(call) MKG_CUDA_CHECK(call)   /* mkg_check.h: prints the call and exits */
+#include "probe_tmap.h"
 
 #define SMEM_BYTES (200 * 1024)
 #define OP_BYTES (48 * 1024)        // wgmma operands: A (NW x 8 KB) + B (N x 128 B, N <= 256)
@@ -395,31 +396,6 @@ __global__ void __launch_bounds__(288, 1) k_ring(const __grid_constant__ stream_
                 }
             }
         }
-    }
-}
-
-typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
-                              const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
-                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-static void encode(CUtensorMap *map, void *ptr, int rows, int cols, int box_rows)
-{
-    static encode_fn enc = NULL;
-    if (!enc) {
-        void *fn = NULL;
-        enum cudaDriverEntryPointQueryResult q;
-        CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
-        enc = (encode_fn)fn;
-    }
-    const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
-    const cuuint64_t strides[1] = {(cuuint64_t)cols * 2};
-    const cuuint32_t box[2] = {64, (cuuint32_t)box_rows};
-    const cuuint32_t es[2] = {1, 1};
-    if (enc(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, ptr, dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
-            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) !=
-        CUDA_SUCCESS) {
-        fprintf(stderr, "cuTensorMapEncodeTiled failed\n");
-        exit(1);
     }
 }
 
