@@ -89,6 +89,9 @@ struct big_params {
 #define MIMIC_BARS 4   /* 16 barrier pairs initialised; the producer waits on empty even for fresh slots */
 #define MIMIC_UNIT 8   /* the tile from mkg_tile_of_unit (raster N, group 8), as the library orders units */
 #define MIMIC_PF3 16   /* a third tensor map (C's) prefetched at the start */
+#define MIMIC_CHUNK 32 /* the library's chunk and split arithmetic before the tile (mkg_unit_of with KC and
+                          SPLIT read at run time: 9 integer divisions on the producer's path to its first
+                          TMA in the library's SASS, against 2 here) */
 template <int BN, int CL, int ST, int NC = 1, int IDLE = 0, int STAGED = 0, int LIB = 0>
 __global__ void __launch_bounds__(128 * (1 + NC + IDLE), 1) k_mimic(const __grid_constant__ CUtensorMap ta,
                                                   const __grid_constant__ CUtensorMap tb, __nv_bfloat16 *c, int m,
@@ -108,14 +111,27 @@ __global__ void __launch_bounds__(128 * (1 + NC + IDLE), 1) k_mimic(const __grid
     }
     const int tiles_m = m / TM;
     int mt = (int)blockIdx.x % tiles_m, nt = (int)blockIdx.x / tiles_m;
+    int kt_end = k / 64;
     if constexpr ((LIB & MIMIC_UNIT) != 0) {
         // Every unit of this CTA (one on the small grids): the tile as the library orders it.
-        const mkg_tile tt = mkg_tile_of_unit((int)blockIdx.x, tiles_m, (n + BN - 1) / BN, MKG_RASTER_N, 8);
+        int unit = (int)blockIdx.x;
+        if constexpr ((LIB & MIMIC_CHUNK) != 0) {
+            // As mkg_unit_of: canonical chunks (KC = K here, so one), splits, the unit's chunk range.
+            const int kc = bp.pad[12], split = bp.pad[11];
+            const int chunks = mkg_chunk_count(k, kc), splits = mkg_split_count(split, chunks);
+            const int tile = unit / splits;
+            int c0, c1;
+            mkg_split_range(unit - tile * splits, splits, chunks, &c0, &c1);
+            const int kct = mkg_chunk_ktiles(k, kc, 64);
+            kt_end = min(c1 * kct, mkg_ceil_div(k, 64)) - c0 * kct;
+            unit = tile;
+        }
+        const mkg_tile tt = mkg_tile_of_unit(unit, tiles_m, (n + BN - 1) / BN, MKG_RASTER_N, 8);
         mt = tt.m;
         nt = tt.n;
     }
     const uint32_t rank = CL > 1 ? mkg_cluster_ctarank() : 0u;
-    const int kts = k / 64;
+    const int kts = kt_end;
     if (threadIdx.x == 0) {
         mkg_prefetch_tensormap(&ta);
         mkg_prefetch_tensormap(&tb);
@@ -260,6 +276,8 @@ static void launch_mimic(const problem &p, int set, cudaStream_t st)
     constexpr int SMEM = BIG ? 192 * 1024 + 32 * 1024 + 1024 + 512
                              : ST * (TM + BN) * 128 + 1024 + 256 + (STAGED ? 1024 + NC * BN * 128 : 0);
     static big_params bp;                         // maps unused; pad[13..15] = M, N, K (MIMIC_HIGHP)
+    bp.pad[11] = 1;                               // SPLIT (MIMIC_CHUNK)
+    bp.pad[12] = p.k;                             // KC = K: one chunk (MIMIC_CHUNK)
     bp.pad[13] = p.m;
     bp.pad[14] = p.n;
     bp.pad[15] = p.k;
@@ -485,8 +503,9 @@ int main(int argc, char **argv)
         run(p, "  + scalars at the block's end", launch_mimic<64, 1, 8, 2, 0, 0, 1, MIMIC_HIGHP>);
         run(p, "  + 16 barrier pairs, fresh waits", launch_mimic<64, 1, 8, 2, 0, 0, 1, MIMIC_BARS>);
         run(p, "  + unit loop, tile order", launch_mimic<64, 1, 8, 2, 0, 0, 1, MIMIC_UNIT>);
+        run(p, "  + unit loop, chunk and split math", launch_mimic<64, 1, 8, 2, 0, 0, 1, MIMIC_UNIT | MIMIC_CHUNK>);
         run(p, "  + C map prefetch", launch_mimic<64, 1, 8, 2, 0, 0, 1, MIMIC_PF3>);
-        run(p, "  + all five, 226 KB smem", launch_mimic<64, 1, 8, 2, 0, 1, 1, 31>);
+        run(p, "  + all six, 226 KB smem", launch_mimic<64, 1, 8, 2, 0, 1, 1, 63>);
         run(p, "library m128n64k64_s8_rn_g8, again", launch_library);
         return 0;
     }
