@@ -97,6 +97,7 @@ static __device__ __forceinline__ void probe_stage(int ev, int kt)
 #define mkg_gemm_persistent_sm90 mkg_probe_persistent_sm90
 #include "mkg_gemm_sm90.cuh"
 #undef mkg_gemm_persistent_sm90
+#include "probe_common.h"
 
 #include "mkg_gemm.h"
 #include "mkg_schedules.h"
@@ -181,20 +182,6 @@ static void enq_stamp(cudaStream_t st, int i, void *c)
 
 // ---- 2. phase timeline of the shipped kernel ----------------------------------------
 
-__global__ void fill_bf16(uint16_t *x, size_t n, uint32_t seed)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        uint32_t h = (uint32_t)i * 2654435761u ^ seed;
-        h ^= h >> 15;
-        h *= 2246822519u;
-        h ^= h >> 13;
-        const float v = ((float)(h & 0xffffu) / 65535.0f - 0.5f);
-        uint32_t u;
-        memcpy(&u, &v, 4);
-        x[i] = (uint16_t)(u >> 16);
-    }
-}
-
 struct probe_case {
     const char *name;
     int m, n, k;
@@ -260,8 +247,8 @@ static phase_row run_case(const probe_case *pc, cudaStream_t st)
         CK(cudaMalloc(&b, 2 * b_elems));
         CK(cudaMalloc(&c, 2 * c_elems));
         bufs.push_back(a), bufs.push_back(b), bufs.push_back(c);
-        fill_bf16<<<264, 256, 0, st>>>(a, a_elems, 17u * i + 1u);
-        fill_bf16<<<264, 256, 0, st>>>(b, b_elems, 17u * i + 2u);
+        probe_fill_bf16<<<264, 256, 0, st>>>(a, a_elems, 17u * i + 1u);
+        probe_fill_bf16<<<264, 256, 0, st>>>(b, b_elems, 17u * i + 2u);
         CK(cudaGetLastError());
         mkg_gemm_desc d;
         memset(&d, 0, sizeof(d));

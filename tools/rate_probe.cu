@@ -23,7 +23,7 @@
 #include "mkg_wgmma_sm90.cuh"
 
 #define CK(call) MKG_CUDA_CHECK(call)   /* mkg_check.h: prints the call and exits */
-#include "probe_tmap.h"
+#include "probe_common.h"
 
 #define SMEM_BYTES (200 * 1024)
 #define OP_BYTES (48 * 1024)        // wgmma operands: A (NW x 8 KB) + B (N x 128 B, N <= 256)
@@ -373,10 +373,7 @@ __global__ void __launch_bounds__(288, 1) k_ring(const __grid_constant__ stream_
             }
             prev = s;
         }
-        mkg_wgmma_wait_group<0>();
-#pragma unroll
-        for (int i = 0; i < N / 2; ++i)
-            mkg_fence_operand(d[i]);
+        probe_wgmma_drain<N / 2>(d);
         store_loop_cycles<N / 2>(d, t0, wg);
     } else if (threadIdx.x == 256 && mode != 6) {
         uint32_t parity = 0;
@@ -517,15 +514,12 @@ static void run_tma(stream_args a, int grid, const char *what)
 
 int main(int argc, char **argv)
 {
-    // "pred": only the scale-d predicate comparison (and the ring kernel's modes 0 and 6 next to it).
+    // "pred": only session 11's cases: the scale-d predicate, the ring kernel's modes 0, 6 and 1, and
+    // 128-deep stages against 64-deep ones.
     const bool pred_only = argc > 1 && strcmp(argv[1], "pred") == 0;
-    setvbuf(stdout, NULL, _IOLBF, 0);
     cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
-    if (prop.major != 9) {
-        printf("skip: needs an sm_90 GPU (found %s, sm_%d%d)\n", prop.name, prop.major, prop.minor);
+    if (!probe_sm90(&prop))
         return 0;
-    }
     printf("%s, %d SMs, clock %.2f GHz\n", prop.name, prop.multiProcessorCount, clock_ghz());
     // 8 MB (L2-resident after the warm-up) and 256 MB (never twice) bf16 matrices, 8192 wide.
     const int cols = 8192;
