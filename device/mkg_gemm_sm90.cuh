@@ -80,7 +80,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
     const int m = p->m;
     if constexpr (PP)
         split = 1;                                   // ping-pong rows never split K (host-checked too)
-    const int units = mkg_unit_count<TM, TN, CL>(p, m, split);
+    const int units = mkg_unit_count<TM, TN, CL, !CH>(p, m, split);
     const int first = (int)(blockIdx.x / CL), stride = (int)(gridDim.x / CL);
     mkg_ring ring = mkg_ring_start();
     if (threadIdx.x == 0) {
@@ -112,10 +112,11 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
             MKG_PROBE(2);
             if constexpr (CL > 1) {
                 for (int u = first; u < units; u += stride)
-                    mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, CL>(p, m, u, raster, group, split, &ring, &sm, 0);
+                    mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, CL, !CH>(p, m, u, raster, group, split, &ring, &sm,
+                                                                         0);
             } else {
                 for (int u = first; u < units; u += stride)
-                    mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP>(p, m, u, raster, group, split, &ring, &sm);
+                    mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP, !CH>(p, m, u, raster, group, split, &ring, &sm);
             }
             MKG_PROBE_DONE();
         }

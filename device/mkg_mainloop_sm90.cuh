@@ -161,11 +161,23 @@ typedef struct mkg_unit {
 
 // CL > 1 (cluster rows): `unit` numbers cluster tiles (CL x TM rows, never split) and
 // `rank` is this CTA's place in its cluster; every CTA of a cluster runs the same units.
-template <int TM, int TN, int TK, int CL = 1>
+// ONE: the caller knows K is one chunk (the one-chunk kernels): no chunk or split arithmetic, so
+// the producer's path to its first load has mkg_tile_of_unit's divisions only (v34: it had 9).
+template <int TM, int TN, int TK, int CL = 1, bool ONE = false>
 static __device__ __forceinline__ mkg_unit mkg_unit_of(const mkg_gemm_params *p, int m, int unit, int raster,
                                                        int group, int split, uint32_t rank = 0)
 {
     mkg_unit u;
+    if constexpr (ONE) {
+        u.chunks = u.splits = 1;
+        u.tile = unit;
+        u.c0 = 0;
+        u.c1 = 1;
+        u.kct = u.kt = mkg_ceil_div(p->k, TK);
+        u.t = mkg_tile_of_cluster_unit(u.tile, (int)rank, CL, mkg_ceil_div(m, TM), mkg_ceil_div(p->n, TN), raster,
+                                       group);
+        return u;
+    }
     u.chunks = mkg_chunk_count(p->k, p->kc);
     u.splits = CL > 1 ? 1 : mkg_split_count(split, u.chunks);
     u.tile = unit / u.splits;
@@ -179,10 +191,10 @@ static __device__ __forceinline__ mkg_unit mkg_unit_of(const mkg_gemm_params *p,
 
 // Work units of a schedule for an M x N output (K split as the params' chunks allow);
 // for cluster rows, units per cluster.
-template <int TM, int TN, int CL = 1>
+template <int TM, int TN, int CL = 1, bool ONE = false>
 static __device__ __forceinline__ int mkg_unit_count(const mkg_gemm_params *p, int m, int split)
 {
-    if constexpr (CL > 1)
+    if constexpr (CL > 1 || ONE)
         return mkg_ceil_div(m, TM * CL) * mkg_ceil_div(p->n, TN);
     return mkg_ceil_div(m, TM) * mkg_ceil_div(p->n, TN) * mkg_split_count(split, mkg_chunk_count(p->k, p->kc));
 }
@@ -193,13 +205,13 @@ static __device__ __forceinline__ int mkg_unit_count(const mkg_gemm_params *p, i
 // first stages goes out before A's rows are ready, so the weight stream overlaps the
 // wait; then A lands in those stages and the rest of the unit follows. Returns the
 // number of stages started and the A rows [*row0, *row1) to wait for.
-template <int TM, int TN, int TK, int ST, int SWAP>
+template <int TM, int TN, int TK, int ST, int SWAP, bool ONE = false>
 static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_params *p, int m, int unit, int raster,
                                                                int group, int split, mkg_ring *r, const mkg_smem *sm,
                                                                int *row0, int *row1)
 {
     typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
-    const mkg_unit u = mkg_unit_of<TM, TN, TK>(p, m, unit, raster, group, split);
+    const mkg_unit u = mkg_unit_of<TM, TN, TK, 1, ONE>(p, m, unit, raster, group, split);
     const CUtensorMap *map_b = &p->b_map[mkg_box_class(TN)];
     const int kt0 = u.c0 * u.kct;
     const int pre = min(ST, min(u.c1 * u.kct, u.kt) - kt0);
@@ -219,7 +231,7 @@ static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_pa
 // The rest of a unit's loads after `pre` B-only stages (pre = 0: the whole unit).
 // CL > 1: this CTA loads its own A and the rank-th 1/CL of the B tile, multicast to
 // every CTA of the cluster; each CTA's full barrier still expects a whole stage.
-template <int TM, int TN, int TK, int ST, int SWAP, int CL = 1>
+template <int TM, int TN, int TK, int ST, int SWAP, int CL = 1, bool ONE = false>
 static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_params *p, int m, int unit, int raster,
                                                              int group, int split, mkg_ring *r, const mkg_smem *sm,
                                                              int pre)
@@ -227,7 +239,7 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
     typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
     static_assert(CL == 1 || (!SWAP && (TN / CL) % 8 == 0), "cluster rows multicast whole swizzle atoms of B");
     const uint32_t rank = CL > 1 ? mkg_cluster_ctarank() : 0u;
-    const mkg_unit u = mkg_unit_of<TM, TN, TK, CL>(p, m, unit, raster, group, split, rank);
+    const mkg_unit u = mkg_unit_of<TM, TN, TK, CL, ONE>(p, m, unit, raster, group, split, rank);
     const CUtensorMap *map_a = &p->a_map[mkg_box_class(TM)];
     const CUtensorMap *map_b = &p->b_map[mkg_box_class(TN / CL)];
     const int kt0 = u.c0 * u.kct;
@@ -265,7 +277,7 @@ static __device__ __forceinline__ void mkg_gemm_wait_a_rows(const mkg_gemm_param
 }
 
 // All TMA loads of one unit (with the dependency split when p->deps.wait is set).
-template <int TM, int TN, int TK, int ST, int SWAP>
+template <int TM, int TN, int TK, int ST, int SWAP, bool ONE = false>
 static __device__ __forceinline__ void mkg_gemm_produce_unit(const mkg_gemm_params *p, int m, int unit,
                                                              int raster, int group, int split, mkg_ring *r,
                                                              const mkg_smem *sm)
@@ -273,10 +285,11 @@ static __device__ __forceinline__ void mkg_gemm_produce_unit(const mkg_gemm_para
     int pre = 0;
     if (p->deps.wait) {
         int row0, row1;
-        pre = mkg_gemm_produce_b_first<TM, TN, TK, ST, SWAP>(p, m, unit, raster, group, split, r, sm, &row0, &row1);
+        pre = mkg_gemm_produce_b_first<TM, TN, TK, ST, SWAP, ONE>(p, m, unit, raster, group, split, r, sm, &row0,
+                                                                  &row1);
         mkg_gemm_wait_a_rows(p, m, row0, row1);
     }
-    mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP>(p, m, unit, raster, group, split, r, sm, pre);
+    mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, 1, ONE>(p, m, unit, raster, group, split, r, sm, pre);
 }
 
 // ---- consumers: 2 warpgroups, wg = 0 or 1 -------------------------------------------
@@ -398,7 +411,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
     static_assert(CL == 1 || ONE, "cluster rows run one chunk per unit");
     static_assert(TK * mkg_dtype_bytes<DT>() == 128, "a stage row is 128 bytes of the input dtype");
     const mkg_unit u = pu ? *pu
-                          : mkg_unit_of<TM, TN, TK, CL>(p, m, unit, raster, group, split,
+                          : mkg_unit_of<TM, TN, TK, CL, ONE>(p, m, unit, raster, group, split,
                                                         CL > 1 ? mkg_cluster_ctarank() : 0u);
     const uint32_t x_row = S::P == 128 ? 64u * wg : 0u;          // this warpgroup's X rows
     const uint32_t y_row = S::P == 128 ? 0u : (uint32_t)(WN * wg); // this warpgroup's Y rows
@@ -526,7 +539,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
     constexpr int H = TN / 2;                                     // accumulators per m64 half
     static_assert(TM == 128 && S::WN == TN, "ping-pong rows: 128-row tiles, one warpgroup per tile");
     static_assert(TK * mkg_dtype_bytes<DT>() == 128, "a stage row is 128 bytes of the input dtype");
-    const mkg_unit u = mkg_unit_of<TM, TN, TK>(p, m, unit, raster, group, 1);
+    const mkg_unit u = mkg_unit_of<TM, TN, TK, 1, true>(p, m, unit, raster, group, 1);   // one chunk
     const bool releaser = (threadIdx.x & 127) == 0;
     const int ke = mkg_pp_ktiles<TK>(p);
 #pragma unroll
