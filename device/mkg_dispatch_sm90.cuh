@@ -90,7 +90,7 @@ static __device__ __forceinline__ int mkg_dispatch_pick(const mkg_layer_dev *row
 // Work units of schedule s at M.
 static __device__ __forceinline__ int mkg_dispatch_units(const mkg_gemm_params *p, int s, int m);
 
-// One thread, first thing in the kernel: asks the TMA unit to fetch every tensor map of
+// One thread, first thing in the kernel: asks the L2 to fetch every tensor map of
 // `layer` (A, B and C in all box classes), and this SM's L1 to fetch the row's fields past
 // the maps (the params' scalars, M range, schedules) and, given m_cur, the layer's current M.
 // The pick then reads M, the bucket's schedule and the params one after another; without
@@ -110,15 +110,18 @@ static __device__ __forceinline__ void mkg_dispatch_prefetch_maps(const mkg_laye
     mkg_prefetch_l1(row + sizeof(mkg_layer_dev) - 1);
     if (m_cur)
         mkg_prefetch_l1(m_cur + layer);
-    const mkg_gemm_params *p = &rows[layer].params;
-#pragma unroll
-    for (int c = 0; c < MKG_BOX_CLASSES; ++c) {
-        mkg_prefetch_tensormap(&p->a_map[c]);
-        mkg_prefetch_tensormap(&p->b_map[c]);
-    }
-#pragma unroll
-    for (int c = 0; c < MKG_C_BOX_CLASSES; ++c)
-        mkg_prefetch_tensormap(&p->c_map[c]);
+    // NOTE: the maps are brought into the L2 as plain lines (the LSU), not with
+    // prefetch.tensormap: the TMA unit took each of those 18 prefetches ahead of the first
+    // loads, and one needless prefetch.tensormap alone measured 0.3-0.6 us per launch
+    // (tools/mimic_probe.cu bisect, session 12). The first load of each map then finds it
+    // in the L2 instead of DRAM.
+    static_assert(sizeof(CUtensorMap) == 128, "one tensor map per 128-byte line");
+    const size_t maps0 = offsetof(mkg_layer_dev, params) + offsetof(mkg_gemm_params, a_map);
+    const size_t maps1 = offsetof(mkg_layer_dev, params) + offsetof(mkg_gemm_params, c_map) +
+                         MKG_C_BOX_CLASSES * sizeof(CUtensorMap);
+    for (size_t off = maps0; off < maps1; off += 128)
+        mkg_prefetch_l2(row + off);
+    mkg_prefetch_l2(row + maps1 - 1);                // rows are 64-byte aligned: the last line
 }
 
 // Starts `layer` for one role: picks its schedule, switches the ring to it and

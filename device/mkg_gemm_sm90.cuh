@@ -87,7 +87,9 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
         MKG_PROBE(0);                                // probe points: see tools/launch_probe.cu
         mkg_prefetch_tensormap(&p->a_map[mkg_box_class(TM)]);
         mkg_prefetch_tensormap(&p->b_map[mkg_box_class(TN / CL)]);
-        mkg_prefetch_tensormap(&p->c_map[mkg_box_class(SWAP ? S::WN : 64)]);   // the epilogue's store box
+        // NOTE: C's map is prefetched after the first unit's loads are issued (below), not
+        // here: a third prefetch ahead of the first loads measured 0.3-0.6 us per launch
+        // on the small grids (tools/mimic_probe.cu bisect, session 12).
         mkg_smem_init(&sm, CL);
         // NOTE: the first unit's loads are not issued here, before the CTA barrier: tried
         // (session 6, tools/launch_probe.cu), the first TMA issue stalls this thread ~1 us
@@ -110,13 +112,15 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
         mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
         if (threadIdx.x == 0) {
             MKG_PROBE(2);
-            if constexpr (CL > 1) {
-                for (int u = first; u < units; u += stride)
+            const CUtensorMap *map_c = &p->c_map[mkg_box_class(SWAP ? S::WN : 64)];   // the epilogue's store box
+            for (int u = first; u < units; u += stride) {
+                if constexpr (CL > 1)
                     mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, CL, !CH>(p, m, u, raster, group, split, &ring, &sm,
                                                                          0);
-            } else {
-                for (int u = first; u < units; u += stride)
+                else
                     mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP, !CH>(p, m, u, raster, group, split, &ring, &sm);
+                if (u == first)
+                    mkg_prefetch_tensormap(map_c);
             }
             MKG_PROBE_DONE();
         }

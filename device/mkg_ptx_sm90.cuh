@@ -159,6 +159,12 @@ static __device__ __forceinline__ void mkg_prefetch_tensormap(const CUtensorMap 
     asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)map) : "memory");
 }
 
+// Brings the line holding p into the L2 (no register result, no wait; the LSU, not the TMA unit).
+static __device__ __forceinline__ void mkg_prefetch_l2(const void *p)
+{
+    asm volatile("prefetch.global.L2 [%0];" ::"l"((uint64_t)p));
+}
+
 // Brings the line holding p into this SM's L1 (no register result, no wait).
 static __device__ __forceinline__ void mkg_prefetch_l1(const void *p)
 {

@@ -92,6 +92,8 @@ struct big_params {
 #define MIMIC_CHUNK 32 /* the library's chunk and split arithmetic before the tile (mkg_unit_of with KC and
                           SPLIT read at run time: 9 integer divisions on the producer's path to its first
                           TMA in the library's SASS, against 2 here) */
+#define MIMIC_NOPF 128 /* no tensor-map prefetch at all (the first loads fetch A's and B's maps) */
+#define MIMIC_PF3L 64  /* C's map prefetched by the producer after its last load is issued (v35's placement) */
 template <int BN, int CL, int ST, int NC = 1, int IDLE = 0, int STAGED = 0, int LIB = 0>
 __global__ void __launch_bounds__(128 * (1 + NC + IDLE), 1) k_mimic(const __grid_constant__ CUtensorMap ta,
                                                   const __grid_constant__ CUtensorMap tb, __nv_bfloat16 *c, int m,
@@ -133,8 +135,10 @@ __global__ void __launch_bounds__(128 * (1 + NC + IDLE), 1) k_mimic(const __grid
     const uint32_t rank = CL > 1 ? mkg_cluster_ctarank() : 0u;
     const int kts = kt_end;
     if (threadIdx.x == 0) {
-        mkg_prefetch_tensormap(&ta);
-        mkg_prefetch_tensormap(&tb);
+        if constexpr ((LIB & MIMIC_NOPF) == 0) {
+            mkg_prefetch_tensormap(&ta);
+            mkg_prefetch_tensormap(&tb);
+        }
         if constexpr ((LIB & MIMIC_PF3) != 0)
             mkg_prefetch_tensormap(&tc);
         for (int s = 0; s < NBAR; ++s) {
@@ -169,6 +173,8 @@ __global__ void __launch_bounds__(128 * (1 + NC + IDLE), 1) k_mimic(const __grid
                 else
                     mkg_tma_load_2d(st + A_BYTES, &tb, full + 8u * s, kt * 64, nt * BN);
             }
+            if constexpr ((LIB & MIMIC_PF3L) != 0)
+                mkg_prefetch_tensormap(&tc);
         }
     } else if (threadIdx.x >= 128 * (1 + NC)) {
         mkg_setmaxnreg_dec<40>();                 // the idle warpgroup
@@ -490,7 +496,10 @@ int main(int argc, char **argv)
         run(p, "  + unit loop, tile order", launch_mimic<64, 1, 8, 2, 0, 0, 1, MIMIC_UNIT>);
         run(p, "  + unit loop, chunk and split math", launch_mimic<64, 1, 8, 2, 0, 0, 1, MIMIC_UNIT | MIMIC_CHUNK>);
         run(p, "  + C map prefetch", launch_mimic<64, 1, 8, 2, 0, 0, 1, MIMIC_PF3>);
+        run(p, "  - A and B map prefetch", launch_mimic<64, 1, 8, 2, 0, 0, 1, MIMIC_NOPF>);
+        run(p, "  + C map prefetch after the loads", launch_mimic<64, 1, 8, 2, 0, 0, 1, MIMIC_PF3L>);
         run(p, "  + all six, 226 KB smem", launch_mimic<64, 1, 8, 2, 0, 1, 1, 63>);
+        run(p, "  + all, C prefetch after the loads", launch_mimic<64, 1, 8, 2, 0, 1, 1, 47 | MIMIC_PF3L>);
         run(p, "library m128n64k64_s8_rn_g8, again", launch_library);
         return g_wrong ? 1 : 0;
     }
