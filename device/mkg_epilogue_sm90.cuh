@@ -407,11 +407,18 @@ static __device__ __forceinline__ void mkg_epilogue_signal(const mkg_gemm_params
 
 // Staged stores go through NB buffers per warpgroup at shared address epi_base (see
 // mkg_epilogue_staged_as); NB = 2 at mkg_smem::epi is the launch-wide area.
-template <int WN, int SWAP, int NB = 2>
+// OT < 0: the output type and epilogue kind are read from p at run time. OT >= 0: the caller
+// knows at compile time that C is of type OT with a plain store (MKG_EPI_STORE, no deps
+// signal), and only that path is compiled.
+template <int WN, int SWAP, int NB = 2, int OT = -1>
 static __device__ __forceinline__ void mkg_epilogue_store(const mkg_gemm_params *p, int m, const float *d,
                                                           int x0, int y0, mkg_ring *r, uint32_t epi_base,
                                                           int wg)
 {
+    if constexpr (OT >= 0) {
+        mkg_epilogue_as<WN, SWAP, OT, NB>(p, m, d, x0, y0, r, epi_base, wg);
+        return;
+    }
     if (p->epilogue == MKG_EPI_STORE && !p->deps.done) {
         switch (p->c_type) {
         case MKG_DTYPE_BF16: mkg_epilogue_as<WN, SWAP, MKG_DTYPE_BF16, NB>(p, m, d, x0, y0, r, epi_base, wg); break;

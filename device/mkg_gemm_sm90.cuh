@@ -62,7 +62,9 @@ MKG_SCHEDULE_LIST(MKG_X_CHECK)
 // one kernel ptxas serialized every wgmma (C7520), and the flat chunk loop alone
 // measured 5-18% slower than the plain one on single-chunk GEMMs.
 // PP = 1: ping-pong consumers (mkg_gemm_consume_pp), one K chunk, no split.
-template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CH, int CL = 1, int PP = 0>
+// OT >= 0: C is of type OT with a plain store, known at compile time (mkg_epilogue_store);
+// OT < 0: output type and epilogue kind are read from the params.
+template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CH, int CL = 1, int PP = 0, int OT = -1>
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
 mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int raster, int group, int split)
 {
@@ -137,7 +139,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
                 if ((i & 1) == wg) {
                     if (i > 0)
                         mkg_bar_sync(MKG_LAUNCH_BAR_PP + wg, 256);
-                    mkg_gemm_consume_pp<DT, TM, TN, TK, ST>(p, m, u, raster, group, &ring, &sm, wg, dp,
+                    mkg_gemm_consume_pp<DT, TM, TN, TK, ST, OT>(p, m, u, raster, group, &ring, &sm, wg, dp,
                                                             i + 1 < mine ? MKG_LAUNCH_BAR_PP + (1 - wg) : -1);
                 } else {
                     mkg_gemm_skip_pp<TK, ST>(p, &ring);
@@ -152,7 +154,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
             static_assert(!CH || S::CHUNKED, "only rows with wgmma N <= MKG_CHUNKED_MAX_WN fold chunks");
             if constexpr (!CH) {
                 for (int u = first; u < units; u += stride)
-                    mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, true, CL, true>(p, m, u, 0, raster, group,
+                    mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, true, CL, true, OT>(p, m, u, 0, raster, group,
                                                                                     split, &ring, &sm, wg, d, tot);
             } else {
                 // One flat loop over (unit, chunk) steps: see mkg_gemm_consume_step. The unit's
@@ -165,7 +167,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
                     c = uu.c0;
                 }
                 while (u < units) {
-                    mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, true>(p, m, u, c, raster, group,
+                    mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, true, OT>(p, m, u, c, raster, group,
                                                                                     split, &ring, &sm, wg, d, tot,
                                                                                     &uu, &bs);
                     if (++c == uu.c1) {

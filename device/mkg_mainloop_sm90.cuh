@@ -398,7 +398,7 @@ static __device__ __forceinline__ void mkg_unit_chunk_range(const mkg_gemm_param
 // NULL: computed here. bs: the caller's block-scale carry (shipped kernel): a step loads the
 // next chunk's scales while its own chunk runs, and only a unit's first chunk waits for its own.
 template <int DT, int TM, int TN, int TK, int ST, int SWAP, bool ONE = !mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED,
-          int CL = 1, bool XE = false>
+          int CL = 1, bool XE = false, int OT = -1>
 static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_params *p, int m, int unit, int c,
                                                              int raster, int group, int split, mkg_ring *r,
                                                              const mkg_smem *sm, int wg, float *d, float *tot,
@@ -481,7 +481,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
         if (CL > 1 && x0 >= m)
             return;                                   // the odd last tile row of a cluster: nothing to store
         mkg_apply_input_scale<DT, WN / 2>(p, d);
-        mkg_epilogue_store<WN, SWAP, EPI_NB>(p, m, d, x0, y0, r, epi, wg);
+        mkg_epilogue_store<WN, SWAP, EPI_NB, OT>(p, m, d, x0, y0, r, epi, wg);
     } else {
         if constexpr (DT == MKG_DTYPE_E4M3) {
             if (bscaled)
@@ -501,7 +501,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
             mkg_partial_fold<WN, XE>(p, &u, wg, tot);
         }
         mkg_apply_input_scale<DT, WN / 2>(p, tot);
-        mkg_epilogue_store<WN, SWAP, EPI_NB>(p, m, tot, x0, y0, r, epi, wg);
+        mkg_epilogue_store<WN, SWAP, EPI_NB, OT>(p, m, tot, x0, y0, r, epi, wg);
     }
 }
 
@@ -530,7 +530,7 @@ static __device__ __forceinline__ int mkg_pp_ktiles(const mkg_gemm_params *p)
 
 // d: TN floats, owned by the caller. signal >= 0: after the K loop, arrive on that named
 // barrier for the other warpgroup (it runs the CTA's next unit).
-template <int DT, int TM, int TN, int TK, int ST>
+template <int DT, int TM, int TN, int TK, int ST, int OT = -1>
 static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params *p, int m, int unit, int raster,
                                                            int group, mkg_ring *r, const mkg_smem *sm, int wg,
                                                            float *d, int signal)
@@ -584,8 +584,8 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
     }
     const int x0 = u.t.m * TM, y0 = u.t.n * TN;
     mkg_apply_input_scale<DT, TN>(p, d);
-    mkg_epilogue_store<TN, 0, S::EPI_BUFS>(p, m, d, x0, y0, r, sm->ring + S::EPI_OFF, wg);
-    mkg_epilogue_store<TN, 0, S::EPI_BUFS>(p, m, d + H, x0 + 64, y0, r, sm->ring + S::EPI_OFF, wg);
+    mkg_epilogue_store<TN, 0, S::EPI_BUFS, OT>(p, m, d, x0, y0, r, sm->ring + S::EPI_OFF, wg);
+    mkg_epilogue_store<TN, 0, S::EPI_BUFS, OT>(p, m, d + H, x0 + 64, y0, r, sm->ring + S::EPI_OFF, wg);
 }
 
 // The other warpgroup's unit: walk past its K tiles in the ring without touching them.
