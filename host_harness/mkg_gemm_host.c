@@ -22,16 +22,16 @@ struct mkg_gemm_op {
     int cluster_fit[MKG_SCHED_COUNT]; /* cluster rows: clusters resident at once (0: unknown) */
 };
 
-const void *mkg_kernel_sm90(mkg_dtype t, int s, int chunked)
+const void *mkg_kernel_sm90(mkg_dtype t, int s, int v)
 {
     if (t == MKG_DTYPE_BF16)
-        return mkg_kernel_sm90_bf16(s, chunked);
+        return mkg_kernel_sm90_bf16(s, v);
     if (t == MKG_DTYPE_FP16)
-        return mkg_kernel_sm90_fp16(s, chunked);
+        return mkg_kernel_sm90_fp16(s, v);
     if (t == MKG_DTYPE_FP32)
-        return mkg_kernel_sm90_fp32(s, chunked);
+        return mkg_kernel_sm90_fp32(s, v);
     if (t == MKG_DTYPE_E4M3)
-        return mkg_kernel_sm90_e4m3(s, chunked);
+        return mkg_kernel_sm90_e4m3(s, v);
     return NULL;
 }
 
@@ -80,7 +80,7 @@ static void mkg_launch_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr
  * cannot say; the launch then trusts the grid it was given). */
 static int mkg_cluster_fit(mkg_dtype t, int s, int cl)
 {
-    const void *k = mkg_kernel_sm90(t, s, 0);
+    const void *k = mkg_kernel_sm90(t, s, MKG_KV_ONE);
     cudaLaunchConfig_t cfg;
     cudaLaunchAttribute attr[2];
     mkg_launch_config(&cfg, attr, cl, cl, 0u, 0);
@@ -95,8 +95,8 @@ static int mkg_cluster_fit(mkg_dtype t, int s, int cl)
 static mkg_status mkg_prepare_kernels(mkg_dtype t)
 {
     for (int s = 0; s < MKG_SCHED_COUNT; ++s)
-        for (int chunked = 0; chunked < 2; ++chunked) {
-            const void *k = mkg_kernel_sm90(t, s, chunked);
+        for (int v = 0; v < MKG_KV_COUNT; ++v) {
+            const void *k = mkg_kernel_sm90(t, s, v);
             if (!k)
                 continue;                               /* rows that cannot fold chunks */
             if (cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, MKG_LAUNCH_SMEM_BYTES) !=
@@ -228,7 +228,7 @@ mkg_status mkg_gemm_launch_ex(const mkg_gemm_op *op, int s, int grid, unsigned i
         return st;
     if (grid < 0)
         return MKG_ERR_BAD_GRID;
-    if ((flags & ~MKG_LAUNCH_FLAG_PDL) != 0u)
+    if ((flags & ~(MKG_LAUNCH_FLAG_PDL | MKG_LAUNCH_FLAG_GENERIC_EPILOGUE)) != 0u)
         return MKG_ERR_BAD_FLAGS;
     const mkg_gemm_desc *d = &op->desc;
     if (mkg_schedule_workspace_bytes(s, d->m, d->n, d->k, d->kc) > (d->workspace ? d->workspace_bytes : 0))
@@ -238,8 +238,14 @@ mkg_status mkg_gemm_launch_ex(const mkg_gemm_op *op, int s, int grid, unsigned i
 
     int raster = info->raster, group = info->group, split = info->split;
     void *args[4] = {(void *)op->host, (void *)&raster, (void *)&group, (void *)&split};
-    /* NOTE: block scales run the chunked kernel even for one chunk: it scales each chunk. */
-    const void *kernel = mkg_kernel_sm90(d->a_type, s, mkg_chunk_count(d->k, d->kc) > 1 || d->a_block_scales);
+    /* NOTE: block scales run the chunked kernel even for one chunk: it scales each chunk. A plain
+     * store of the input's natural output type runs the kernel compiled for only that epilogue. */
+    const int v = mkg_chunk_count(d->k, d->kc) > 1 || d->a_block_scales ? MKG_KV_CHUNKED
+                  : d->epilogue == MKG_EPI_STORE && !d->deps.done && d->c_type == mkg_store_type(d->a_type) &&
+                            !(flags & MKG_LAUNCH_FLAG_GENERIC_EPILOGUE)
+                      ? MKG_KV_STORE
+                      : MKG_KV_ONE;
+    const void *kernel = mkg_kernel_sm90(d->a_type, s, v);
     if (!kernel)
         return MKG_ERR_SCHEDULE_INELIGIBLE;
     cudaLaunchConfig_t cfg;

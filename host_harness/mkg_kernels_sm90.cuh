@@ -8,7 +8,7 @@
 #include "mkg_internal.h"
 
 #define MKG_KERNEL_TABLE_FN(fn_name, DT)                                                   \
-    extern "C" const void *fn_name(int s, int chunked)                                     \
+    extern "C" const void *fn_name(int s, int v)                                           \
     {                                                                                      \
         switch (s) {                                                                       \
             MKG_SCHEDULE_LIST(MKG_X_KERNEL_CASE_##DT)                                      \
@@ -16,23 +16,27 @@
         }                                                                                  \
     }
 
+// Variant v (MKG_KV_*) of a row for input dtype DT whose stage row is TK elements; OT is the
+// output type of the MKG_KV_STORE variant (mkg_store_type).
+#define MKG_KERNEL_VARIANT(DT, OT, tm, tn, tk, st, swap, cl, pp)                                             \
+    (v == MKG_KV_CHUNKED ? (pp ? NULL : mkg_chunked_kernel_sm90<DT, tm, tn, tk, st, swap, cl>())             \
+     : v == MKG_KV_STORE ? (const void *)mkg_gemm_persistent_sm90<DT, tm, tn, tk, st, swap, 0, cl, pp, OT>   \
+     : v == MKG_KV_ONE   ? (const void *)mkg_gemm_persistent_sm90<DT, tm, tn, tk, st, swap, 0, cl, pp>       \
+                         : NULL)
+
 #define MKG_X_KERNEL_CASE_BF16(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                       \
-    case MKG_SCHED_##name:                                                                             \
-        return chunked ? (pp ? NULL : mkg_chunked_kernel_sm90<MKG_DTYPE_BF16, tm, tn, tk, st, swap, cl>())            \
-                       : (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_BF16, tm, tn, tk, st, swap, 0, cl, pp>;
+    case MKG_SCHED_##name:                                                                                 \
+        return MKG_KERNEL_VARIANT(MKG_DTYPE_BF16, MKG_DTYPE_BF16, tm, tn, tk, st, swap, cl, pp);
 // fp32 inputs (tf32 math): a 128-byte stage row is tk / 2 elements.
 #define MKG_X_KERNEL_CASE_FP32(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                       \
-    case MKG_SCHED_##name:                                                                             \
-        return chunked ? (pp ? NULL : mkg_chunked_kernel_sm90<MKG_DTYPE_FP32, tm, tn, tk / 2, st, swap, cl>())         \
-                       : (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_FP32, tm, tn, tk / 2, st, swap, 0, cl, pp>;
+    case MKG_SCHED_##name:                                                                                 \
+        return MKG_KERNEL_VARIANT(MKG_DTYPE_FP32, MKG_DTYPE_FP32, tm, tn, tk / 2, st, swap, cl, pp);
 // e4m3 inputs (FP8): a 128-byte stage row is 2 tk elements.
 #define MKG_X_KERNEL_CASE_E4M3(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                       \
-    case MKG_SCHED_##name:                                                                             \
-        return chunked ? (pp ? NULL : mkg_chunked_kernel_sm90<MKG_DTYPE_E4M3, tm, tn, tk * 2, st, swap, cl>())         \
-                       : (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_E4M3, tm, tn, tk * 2, st, swap, 0, cl, pp>;
+    case MKG_SCHED_##name:                                                                                 \
+        return MKG_KERNEL_VARIANT(MKG_DTYPE_E4M3, MKG_DTYPE_BF16, tm, tn, tk * 2, st, swap, cl, pp);
 #define MKG_X_KERNEL_CASE_FP16(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                       \
-    case MKG_SCHED_##name:                                                                             \
-        return chunked ? (pp ? NULL : mkg_chunked_kernel_sm90<MKG_DTYPE_FP16, tm, tn, tk, st, swap, cl>())            \
-                       : (const void *)mkg_gemm_persistent_sm90<MKG_DTYPE_FP16, tm, tn, tk, st, swap, 0, cl, pp>;
+    case MKG_SCHED_##name:                                                                                 \
+        return MKG_KERNEL_VARIANT(MKG_DTYPE_FP16, MKG_DTYPE_FP16, tm, tn, tk, st, swap, cl, pp);
 
 #endif /* MKG_KERNELS_SM90_CUH */

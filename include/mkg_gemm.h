@@ -150,6 +150,12 @@ mkg_status mkg_gemm_launch(const mkg_gemm_op *op, int s, int grid, cudaStream_t 
  *  stream serialization must call cudaGridDependencySynchronize() before it reads C or
  *  the workspace. */
 #define MKG_LAUNCH_FLAG_PDL 1u
+/** A GEMM of one K chunk whose epilogue is a plain store of C in the input's natural type
+ *  (bf16 -> bf16, fp16 -> fp16, fp32 -> fp32, e4m3 -> bf16; no dependency signal) runs a
+ *  kernel compiled for only that epilogue. MKG_LAUNCH_FLAG_GENERIC_EPILOGUE runs the kernel
+ *  that reads the output type and epilogue kind at run time instead; both write the same
+ *  bits (for tests and measurements). */
+#define MKG_LAUNCH_FLAG_GENERIC_EPILOGUE 2u
 mkg_status mkg_gemm_launch_ex(const mkg_gemm_op *op, int s, int grid, unsigned int flags, cudaStream_t stream);
 
 /** CTAs that mkg_gemm_launch(op, s, grid, ...) runs (0 for a bad op, schedule or grid). */

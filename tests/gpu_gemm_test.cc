@@ -286,6 +286,41 @@ TEST_F(Gpu, EveryOutputDtype)
             }
 }
 
+// A plain store in the input's natural output type runs the kernel compiled for only that
+// epilogue (MKG_KV_STORE); the run-time-epilogue kernel must write the same bits, ragged
+// edges (direct stores) included, on every one-chunk row.
+TEST_F(Gpu, PlainStoreKernelMatchesGenericKernel)
+{
+    const int shapes[][3] = {{129, 1000, 4096}, {1000, 63, 64}, {65, 129, 144}, {4097, 7, 16}};
+    for (mkg_dtype in : {MKG_DTYPE_BF16, MKG_DTYPE_FP16, MKG_DTYPE_FP32, MKG_DTYPE_E4M3})
+        for (const auto &sh : shapes) {
+            const mkg_dtype out = in == MKG_DTYPE_E4M3 ? MKG_DTYPE_BF16 : in;
+            mkg_case c;
+            ASSERT_EQ(mkg_case_init(&c, sh[0], sh[1], sh[2], in, out, seed_ + 17 * sh[0]), MKG_OK);
+            ASSERT_EQ(mkg_case_reference(&c), MKG_OK);
+            const std::string where = shape_str(sh[0], sh[1], sh[2]) + " " + mkg_dtype_name(in);
+            int runs = 0;
+            for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+                const mkg_gemm_desc d = mkg_case_desc(&c, c.m);
+                if (mkg_schedule_check(&d, s) != MKG_OK || !schedule_selected(s))
+                    continue;
+                ASSERT_EQ(mkg_case_run_flags(&c, s, 0, c.m, MKG_LAUNCH_FLAG_GENERIC_EPILOGUE), MKG_OK)
+                    << where << " " << sched_name(s);
+                mkg_err_stats e;
+                ASSERT_EQ(mkg_case_errors(&c, c.m, &e), MKG_OK);
+                EXPECT_EQ(e.nonfinite, 0) << where << " " << sched_name(s) << " (generic)";
+                ASSERT_EQ(mkg_case_keep(&c), MKG_OK);
+                ASSERT_EQ(mkg_case_run(&c, s, 0, c.m), MKG_OK) << where << " " << sched_name(s);
+                EXPECT_EQ(mkg_case_mismatch_vs_keep(&c, c.m), 0)
+                    << where << " " << sched_name(s) << ": plain-store kernel differs from the generic one";
+                EXPECT_EQ(mkg_case_outside_writes(&c, c.m), 0) << where << " " << sched_name(s);
+                ++runs;
+            }
+            EXPECT_GT(runs, 0) << where;
+            mkg_case_free(&c);
+        }
+}
+
 TEST_F(Gpu, BatchInvarianceMPrefixes)
 {
     // Rows of runs with M = 1..64 equal the same rows of an M = 4096 run, bitwise,

@@ -174,6 +174,11 @@ mkg_gemm_desc mkg_case_desc(const mkg_case *c, int m)
 
 mkg_status mkg_case_run(mkg_case *c, int s, int grid, int m)
 {
+    return mkg_case_run_flags(c, s, grid, m, 0u);
+}
+
+mkg_status mkg_case_run_flags(mkg_case *c, int s, int grid, int m, unsigned int flags)
+{
     mkg_status st = mkg_case_poison(c);
     if (st != MKG_OK)
         return st;
@@ -182,7 +187,7 @@ mkg_status mkg_case_run(mkg_case *c, int s, int grid, int m)
     st = mkg_gemm_create(&d, &op);
     if (st != MKG_OK)
         return st;
-    st = mkg_gemm_launch(op, s, grid, 0);
+    st = mkg_gemm_launch_ex(op, s, grid, flags, 0);
     if (st == MKG_OK && cudaDeviceSynchronize() != cudaSuccess)
         st = MKG_ERR_CUDA;
     mkg_gemm_destroy(op);

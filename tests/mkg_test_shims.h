@@ -67,6 +67,8 @@ mkg_gemm_desc mkg_case_desc(const mkg_case *c, int m);
 /* Poisons C, runs schedule s with grid (0 = one CTA per SM) on a GEMM of the
  * case's first m rows (m <= c->m), and synchronizes. */
 mkg_status mkg_case_run(mkg_case *c, int s, int grid, int m);
+/* mkg_case_run with launch flags (MKG_LAUNCH_FLAG_*). */
+mkg_status mkg_case_run_flags(mkg_case *c, int s, int grid, int m, unsigned int flags);
 
 /* Error of C against the reference over the first m rows. */
 mkg_status mkg_case_errors(const mkg_case *c, int m, mkg_err_stats *out);
