@@ -341,7 +341,9 @@ static void launch_library(const problem &p, int set, cudaStream_t st)
 // The library's m128n64k64_s8 kernel instantiated here with the output type fixed at compile
 // time (OT = bf16: only the plain staged/direct store of bf16 is compiled; mkg_epilogue_store),
 // launched with the params of the op launch_library made for the same set. Bisection step for
-// the consumers' code spread (session 11's second suspect).
+// the consumers' code spread (session 11's second suspect); it measured 0.3-0.8 us per launch and
+// became v37, so since d665619 launch_library runs this same kernel (MKG_KV_STORE) and the two
+// rows time one kernel through two launch paths.
 static mkg_gemm_params g_host_params[MAXSETS];
 static void launch_fixed_ot(const problem &p, int set, cudaStream_t st)
 {
