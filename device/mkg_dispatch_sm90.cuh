@@ -110,11 +110,10 @@ static __device__ __forceinline__ void mkg_dispatch_prefetch_maps(const mkg_laye
     mkg_prefetch_l1(row + sizeof(mkg_layer_dev) - 1);
     if (m_cur)
         mkg_prefetch_l1(m_cur + layer);
-    // NOTE: the maps are brought into the L2 as plain lines (the LSU), not with
-    // prefetch.tensormap: the TMA unit took each of those 18 prefetches ahead of the first
-    // loads, and one needless prefetch.tensormap alone measured 0.3-0.6 us per launch
-    // (tools/mimic_probe.cu bisect, session 12). The first load of each map then finds it
-    // in the L2 instead of DRAM.
+    // NOTE: the maps are brought into the L2 as plain lines (the LSU), not with 18
+    // prefetch.tensormap requests queued in the TMA unit ahead of the first loads; the
+    // first load of each map then finds it in the L2 instead of DRAM. Measured the same
+    // speed as the tensor-map prefetches (v36 in bench/NOTES.md).
     static_assert(sizeof(CUtensorMap) == 128, "one tensor map per 128-byte line");
     const size_t maps0 = offsetof(mkg_layer_dev, params) + offsetof(mkg_gemm_params, a_map);
     const size_t maps1 = offsetof(mkg_layer_dev, params) + offsetof(mkg_gemm_params, c_map) +

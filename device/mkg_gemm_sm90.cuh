@@ -89,9 +89,9 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
         MKG_PROBE(0);                                // probe points: see tools/launch_probe.cu
         mkg_prefetch_tensormap(&p->a_map[mkg_box_class(TM)]);
         mkg_prefetch_tensormap(&p->b_map[mkg_box_class(TN / CL)]);
-        // NOTE: C's map is prefetched after the first unit's loads are issued (below), not
-        // here: a third prefetch ahead of the first loads measured 0.3-0.6 us per launch
-        // on the small grids (tools/mimic_probe.cu bisect, session 12).
+        // NOTE: C's map is prefetched after the first unit's loads are issued (below), so
+        // nothing but A's and B's maps is ahead of them in the TMA unit. Measured neutral to
+        // slightly faster on the small grids (v35 in bench/NOTES.md).
         mkg_smem_init(&sm, CL);
         // NOTE: the first unit's loads are not issued here, before the CTA barrier: tried
         // (session 6, tools/launch_probe.cu), the first TMA issue stalls this thread ~1 us
