@@ -214,6 +214,17 @@ int mkg_gemm_cluster_fit(const mkg_gemm_op *op, int s)
     return op && s >= 0 && s < MKG_SCHED_COUNT ? op->cluster_fit[s] : 0;
 }
 
+/* The kernel variant (MKG_KV_*) that runs d. NOTE: block scales run the chunked kernel even
+ * for one chunk: it scales each chunk. A plain store of the input's natural output type runs
+ * the kernel compiled for only that epilogue, unless the flags ask for the generic one. */
+static int mkg_kernel_variant(const mkg_gemm_desc *d, unsigned int flags)
+{
+    if (mkg_chunk_count(d->k, d->kc) > 1 || d->a_block_scales)
+        return MKG_KV_CHUNKED;
+    const int plain = d->epilogue == MKG_EPI_STORE && !d->deps.done && d->c_type == mkg_store_type(d->a_type);
+    return plain && !(flags & MKG_LAUNCH_FLAG_GENERIC_EPILOGUE) ? MKG_KV_STORE : MKG_KV_ONE;
+}
+
 mkg_status mkg_gemm_launch(const mkg_gemm_op *op, int s, int grid, cudaStream_t stream)
 {
     return mkg_gemm_launch_ex(op, s, grid, 0u, stream);
@@ -238,14 +249,7 @@ mkg_status mkg_gemm_launch_ex(const mkg_gemm_op *op, int s, int grid, unsigned i
 
     int raster = info->raster, group = info->group, split = info->split;
     void *args[4] = {(void *)op->host, (void *)&raster, (void *)&group, (void *)&split};
-    /* NOTE: block scales run the chunked kernel even for one chunk: it scales each chunk. A plain
-     * store of the input's natural output type runs the kernel compiled for only that epilogue. */
-    const int v = mkg_chunk_count(d->k, d->kc) > 1 || d->a_block_scales ? MKG_KV_CHUNKED
-                  : d->epilogue == MKG_EPI_STORE && !d->deps.done && d->c_type == mkg_store_type(d->a_type) &&
-                            !(flags & MKG_LAUNCH_FLAG_GENERIC_EPILOGUE)
-                      ? MKG_KV_STORE
-                      : MKG_KV_ONE;
-    const void *kernel = mkg_kernel_sm90(d->a_type, s, v);
+    const void *kernel = mkg_kernel_sm90(d->a_type, s, mkg_kernel_variant(d, flags));
     if (!kernel)
         return MKG_ERR_SCHEDULE_INELIGIBLE;
     cudaLaunchConfig_t cfg;
