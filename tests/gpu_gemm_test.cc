@@ -313,6 +313,13 @@ TEST_F(Gpu, PlainStoreKernelMatchesGenericKernel)
                 ASSERT_EQ(mkg_case_run(&c, s, 0, c.m), MKG_OK) << where << " " << sched_name(s);
                 EXPECT_EQ(mkg_case_mismatch_vs_keep(&c, c.m), 0)
                     << where << " " << sched_name(s) << ": plain-store kernel differs from the generic one";
+                // The plain-store run against the FP64 reference, with check_all_schedules' bounds.
+                ASSERT_EQ(mkg_case_errors(&c, c.m, &e), MKG_OK);
+                EXPECT_EQ(e.nonfinite, 0) << where << " " << sched_name(s) << " (plain)";
+                const Bound b = bound_for_case(&c);
+                EXPECT_LE(max_rel_for_case(&c, e), b.max_rel) << where << " " << sched_name(s) << " (plain)";
+                if (!floor_rel(&c) || static_cast<long long>(c.m) * c.n >= 64)
+                    EXPECT_LE(e.norm_rel_err, b.norm_rel) << where << " " << sched_name(s) << " (plain)";
                 EXPECT_EQ(mkg_case_outside_writes(&c, c.m), 0) << where << " " << sched_name(s);
                 ++runs;
             }
