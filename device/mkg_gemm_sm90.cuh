@@ -137,7 +137,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
             int i = 0;
             for (int u = first; u < units; u += stride, ++i) {
                 if ((i & 1) == wg) {
-                    mkg_gemm_consume_pp<DT, TM, TN, TK, ST, OT, PP == 2>(
+                    mkg_gemm_consume_pp<DT, TM, TN, TK, ST, OT>(
                         p, m, u, raster, group, &ring, &sm, wg, dp, i > 0 ? MKG_LAUNCH_BAR_PP + wg : -1,
                         i + 1 < mine ? MKG_LAUNCH_BAR_PP + (1 - wg) : -1);
                 } else {
