@@ -3,14 +3,17 @@
  * layer's current M (mkg_dispatch_begin, then the X-macro switches of
  * device/mkg_dispatch_sm90.cuh). Same roles as the host-launched kernel: warpgroup 0's
  * first thread issues the TMA loads, warpgroups 1 and 2 run wgmma and the epilogue.
- * Instantiated for bf16 and fp16 inputs; the launcher picks by dtype.
+ * Instantiated for bf16 and fp16 inputs, each compiled for plain stores of its own type
+ * (the benchmark's layers), as the shipped kernel's MKG_KV_STORE variant is: the producer
+ * takes the one-chunk path and the consumers hold only that epilogue (v38 in bench/NOTES.md).
+ * A layer of another kind is reported as MKG_DISPATCH_NOT_PLAIN and skipped.
  */
 #include "mkg_bench_dispatch.h"
 #include "mkg_dispatch_sm90.cuh"
 
 // ---- kernel ------------------------------------------------------------------------------
 
-template <int DT>
+template <int DT, int OT>
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
 mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, const int *__restrict__ m_cur,
                           unsigned int *err, int layer)
@@ -29,16 +32,17 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
     if (threadIdx.x < 128) {
         mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
         if (threadIdx.x == 0) {
-            const int s = mkg_dispatch_begin<DT>(rows, count, m_cur, layer, err, &ring, &sm, 1, &p, &m, &units);
+            const int s = mkg_dispatch_begin<DT, 0, OT>(rows, count, m_cur, layer, err, &ring, &sm, 1, &p, &m,
+                                                        &units);
             for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
-                mkg_dispatch_produce(p, s, m, u, &ring, &sm);
+                mkg_dispatch_produce<0, true>(p, s, m, u, &ring, &sm);
         }
     } else {
         mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
         const int wg = threadIdx.x / 128 - 1;
-        const int s = mkg_dispatch_begin<DT>(rows, count, m_cur, layer, err, &ring, &sm, 0, &p, &m, &units);
+        const int s = mkg_dispatch_begin<DT, 0, OT>(rows, count, m_cur, layer, err, &ring, &sm, 0, &p, &m, &units);
         for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
-            mkg_dispatch_consume<DT>(p, s, m, u, &ring, &sm, wg);
+            mkg_dispatch_consume<DT, OT>(p, s, m, u, &ring, &sm, wg);
         mkg_epilogue_drain();
     }
 }
@@ -52,11 +56,11 @@ extern "C" int mkg_bench_dispatch_available(void)
 
 extern "C" cudaError_t mkg_bench_dispatch_init(void)
 {
-    cudaError_t e = cudaFuncSetAttribute((const void *)mkg_bench_dispatch_kernel<MKG_DTYPE_BF16>,
+    cudaError_t e = cudaFuncSetAttribute((const void *)mkg_bench_dispatch_kernel<MKG_DTYPE_BF16, MKG_DTYPE_BF16>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, MKG_LAUNCH_SMEM_BYTES);
     if (e != cudaSuccess)
         return e;
-    return cudaFuncSetAttribute((const void *)mkg_bench_dispatch_kernel<MKG_DTYPE_FP16>,
+    return cudaFuncSetAttribute((const void *)mkg_bench_dispatch_kernel<MKG_DTYPE_FP16, MKG_DTYPE_FP16>,
                                 cudaFuncAttributeMaxDynamicSharedMemorySize, MKG_LAUNCH_SMEM_BYTES);
 }
 
@@ -65,10 +69,10 @@ extern "C" cudaError_t mkg_bench_dispatch_launch(mkg_dtype dt, const mkg_layer_d
                                                  cudaStream_t stream)
 {
     if (dt == MKG_DTYPE_BF16)
-        mkg_bench_dispatch_kernel<MKG_DTYPE_BF16>
+        mkg_bench_dispatch_kernel<MKG_DTYPE_BF16, MKG_DTYPE_BF16>
             <<<grid, MKG_LAUNCH_THREADS, MKG_LAUNCH_SMEM_BYTES, stream>>>(rows, count, m_cur, err, layer);
     else if (dt == MKG_DTYPE_FP16)
-        mkg_bench_dispatch_kernel<MKG_DTYPE_FP16>
+        mkg_bench_dispatch_kernel<MKG_DTYPE_FP16, MKG_DTYPE_FP16>
             <<<grid, MKG_LAUNCH_THREADS, MKG_LAUNCH_SMEM_BYTES, stream>>>(rows, count, m_cur, err, layer);
     else
         return cudaErrorInvalidValue;

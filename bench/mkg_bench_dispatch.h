@@ -30,7 +30,9 @@ cudaError_t mkg_bench_dispatch_init(void);
 /* Runs layer `layer` of a table (rows, count, m_cur, err: mkg_table_rows/count/m/error)
  * at its current M with input dtype dt (bf16 or fp16; any other returns
  * cudaErrorInvalidValue): `grid` CTAs (the SM count) of MKG_LAUNCH_THREADS threads,
- * asynchronous on stream. A bad table entry sets the error word and runs nothing. */
+ * asynchronous on stream. The kernel is compiled for plain stores of C in the input's own
+ * type (MKG_EPI_STORE, no dependency signal). A bad table entry, or a layer of another
+ * kind (MKG_DISPATCH_NOT_PLAIN), sets the error word and runs nothing. */
 cudaError_t mkg_bench_dispatch_launch(mkg_dtype dt, const mkg_layer_dev *rows, int count, const int *m_cur,
                                       unsigned int *err, int layer, int grid, cudaStream_t stream);
 

@@ -7,6 +7,10 @@
  * entry all of them skip the layer together; the first error is kept in the error
  * word as (layer + 1) << 8 | mkg_dispatch_error. The dispatcher runs layers of one
  * K chunk (the planner's choice today); a chunked layer is reported, not run.
+ * A one-GEMM dispatch kernel may be compiled for plain stores of one output type (OT >= 0,
+ * as the shipped kernel's MKG_KV_STORE variant): its consumers then hold only that epilogue,
+ * and a layer with any other epilogue, output type or dependency signal is reported as
+ * MKG_DISPATCH_NOT_PLAIN and skipped. The megakernel keeps the run-time epilogue (OT = -1).
  */
 #ifndef MKG_DISPATCH_SM90_CUH
 #define MKG_DISPATCH_SM90_CUH
@@ -62,7 +66,8 @@ static __device__ __forceinline__ int mkg_dispatch_runs(int s)
 // Schedule of `layer` at its current M (stored in *m), or -1 after recording why not.
 // CHUNKS = 0: the caller runs one-chunk layers (mkg_dispatch_consume); CHUNKS = 1: it
 // steps through chunks (mkg_dispatch_consume_step) and runs chunk-capable rows only.
-template <int DT, int CHUNKS = 0>
+// OT >= 0: the caller's consumers store C as OT with a plain store (see the file comment).
+template <int DT, int CHUNKS = 0, int OT = -1>
 static __device__ __forceinline__ int mkg_dispatch_pick(const mkg_layer_dev *rows, int count, const int *m_cur,
                                                         int layer, unsigned int *err, int *m)
 {
@@ -78,6 +83,8 @@ static __device__ __forceinline__ int mkg_dispatch_pick(const mkg_layer_dev *row
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_BAD_DTYPE);
     if (!CHUNKS && mkg_chunk_count(r->params.k, r->params.kc) > 1)
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_CHUNKED);
+    if (OT >= 0 && (r->params.epilogue != MKG_EPI_STORE || r->params.deps.done || r->params.c_type != OT))
+        return mkg_dispatch_fail(err, layer, MKG_DISPATCH_NOT_PLAIN);
     const int b = mkg_bucket_of(*m);
     if (b >= r->buckets || b >= MKG_MAX_BUCKETS)
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_M_RANGE);
@@ -87,7 +94,8 @@ static __device__ __forceinline__ int mkg_dispatch_pick(const mkg_layer_dev *row
     return s;
 }
 
-// Work units of schedule s at M.
+// Work units of schedule s at M (ONE: the layer is one K chunk).
+template <bool ONE>
 static __device__ __forceinline__ int mkg_dispatch_units(const mkg_gemm_params *p, int s, int m);
 
 // One thread, first thing in the kernel: asks the L2 to fetch every tensor map of
@@ -125,28 +133,28 @@ static __device__ __forceinline__ void mkg_dispatch_prefetch_maps(const mkg_laye
 
 // Starts `layer` for one role: picks its schedule, switches the ring to it and
 // returns the schedule with its params, M and unit count; -1 when the layer is
-// skipped (the error word says why).
-template <int DT, int CHUNKS = 0>
+// skipped (the error word says why). CHUNKS and OT as for mkg_dispatch_pick.
+template <int DT, int CHUNKS = 0, int OT = -1>
 static __device__ __forceinline__ int mkg_dispatch_begin(const mkg_layer_dev *rows, int count, const int *m_cur,
                                                          int layer, unsigned int *err, mkg_ring *r,
                                                          const mkg_smem *sm, int producer,
                                                          const mkg_gemm_params **p, int *m, int *units)
 {
-    const int s = mkg_dispatch_pick<DT, CHUNKS>(rows, count, m_cur, layer, err, m);
+    const int s = mkg_dispatch_pick<DT, CHUNKS, OT>(rows, count, m_cur, layer, err, m);
     if (s < 0)
         return -1;
     *p = &rows[layer].params;
     mkg_ring_switch(r, sm, s, producer);
-    *units = mkg_dispatch_units(*p, s, *m);
+    *units = mkg_dispatch_units<!CHUNKS>(*p, s, *m);
     return s;
 }
 
-// Work units of schedule s at M.
+template <bool ONE>
 static __device__ __forceinline__ int mkg_dispatch_units(const mkg_gemm_params *p, int s, int m)
 {
     switch (s) {
 #define MKG_X_UNITS(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) \
-    case MKG_SCHED_##name: return mkg_unit_count<tm, tn>(p, m, split);
+    case MKG_SCHED_##name: return mkg_unit_count<tm, tn, 1, ONE>(p, m, split);
         MKG_SCHEDULE_LIST(MKG_X_UNITS)
 #undef MKG_X_UNITS
     default: return 0;
@@ -157,7 +165,9 @@ static __device__ __forceinline__ int mkg_dispatch_units(const mkg_gemm_params *
 // a GEMM's dependency wait sits here, once, between the two halves of the unit's loads.
 // NOTE: DEPS = 0 keeps the wait out of one-GEMM dispatch kernels, whose producer runs
 // under a 40-register setmaxnreg budget (the wait path spilled there).
-template <int DEPS = 0>
+// ONE: the layer is one K chunk (callers whose pick has CHUNKS = 0): the unit's coordinates
+// skip the chunk and split arithmetic, as in the shipped one-chunk kernels (v34).
+template <int DEPS = 0, bool ONE = false>
 static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_params *p, int s, int m, int unit,
                                                             mkg_ring *r, const mkg_smem *sm)
 {
@@ -168,7 +178,8 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
 #define MKG_X_B_FIRST(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                         \
     case MKG_SCHED_##name:                                                                                       \
         if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st))                                                                  \
-            pre = mkg_gemm_produce_b_first<tm, tn, tk, st, swap>(p, m, unit, raster, group, split, r, sm, &row0, &row1); \
+            pre = mkg_gemm_produce_b_first<tm, tn, tk, st, swap, ONE>(p, m, unit, raster, group, split, r, sm,   \
+                                                                      &row0, &row1);                            \
         break;
             MKG_SCHEDULE_LIST(MKG_X_B_FIRST)
 #undef MKG_X_B_FIRST
@@ -180,7 +191,7 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
 #define MKG_X_PRODUCE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                        \
     case MKG_SCHED_##name:                                                                      \
         if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st))                                                 \
-            mkg_gemm_produce_rest<tm, tn, tk, st, swap>(p, m, unit, raster, group, split, r, sm, pre); \
+            mkg_gemm_produce_rest<tm, tn, tk, st, swap, 1, ONE>(p, m, unit, raster, group, split, r, sm, pre); \
         break;
         MKG_SCHEDULE_LIST(MKG_X_PRODUCE)
 #undef MKG_X_PRODUCE
@@ -188,8 +199,10 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
     }
 }
 
-// Consumer warpgroup wg: wgmma mainloop and epilogue of one unit of schedule s.
-template <int DT>
+// Consumer warpgroup wg: wgmma mainloop and epilogue of one unit of schedule s (a layer of
+// one K chunk). OT >= 0: C is of type OT with a plain store (the pick checked it), and only
+// that epilogue is compiled.
+template <int DT, int OT = -1>
 static __device__ __forceinline__ void mkg_dispatch_consume(const mkg_gemm_params *p, int s, int m, int unit,
                                                             mkg_ring *r, const mkg_smem *sm, int wg)
 {
@@ -198,8 +211,8 @@ static __device__ __forceinline__ void mkg_dispatch_consume(const mkg_gemm_param
     case MKG_SCHED_##name:                                                                                  \
         if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st)) {                                                           \
             float d[mkg_shape<tm, tn, tk, st, swap>::WN / 2], tot[1];                                      \
-            mkg_gemm_consume_step<DT, tm, tn, tk, st, swap, true>(p, m, unit, 0, raster, group, split, r, sm, \
-                                                                  wg, d, tot);                              \
+            mkg_gemm_consume_step<DT, tm, tn, tk, st, swap, true, 1, false, OT>(p, m, unit, 0, raster, group, \
+                                                                                split, r, sm, wg, d, tot);   \
         }                                                                                                   \
         break;
         MKG_SCHEDULE_LIST(MKG_X_CONSUME)

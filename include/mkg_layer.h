@@ -165,7 +165,9 @@ typedef enum mkg_dispatch_error {
     MKG_DISPATCH_M_RANGE = 3,               /* current M < 1 or > m_max */
     MKG_DISPATCH_BAD_SCHEDULE = 4,          /* bucket holds no schedule of this build */
     MKG_DISPATCH_BAD_DTYPE = 5,             /* the kernel was built for another input dtype */
-    MKG_DISPATCH_CHUNKED = 6                /* more than one K chunk: the dispatcher runs one-chunk layers */
+    MKG_DISPATCH_CHUNKED = 6,               /* more than one K chunk: the dispatcher runs one-chunk layers */
+    MKG_DISPATCH_NOT_PLAIN = 7              /* a kernel compiled for plain stores of one output type met a layer
+                                               with another epilogue, output type or a dependency signal */
 } mkg_dispatch_error;
 
 /** The uploaded table: rows, current M per layer, and the error word, all in device memory. */

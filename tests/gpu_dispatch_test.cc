@@ -6,6 +6,7 @@
 // kernel returns. Skipped with the reason unless a compute-capability-9.0 GPU is present.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -62,14 +63,16 @@ protected:
             mkg_case_free(&l.big);
     }
     // Runs every layer at its M in one launch; then checks each against mkg_gemm at that M.
-    void run_and_check(const std::vector<int> &ms, int grid)
+    // plain = 1: the dispatch kernel compiled for plain bf16 stores.
+    void run_and_check(const std::vector<int> &ms, int grid, int plain = 0)
     {
         for (size_t i = 0; i < layers_.size(); ++i) {
             ASSERT_EQ(mkg_case_poison(&layers_[i].big), MKG_OK);
             ASSERT_EQ(mkg_table_set_m(table_, static_cast<int>(i), ms[i], 0), MKG_OK);
         }
         ASSERT_EQ(mkg_test_run_layers(mkg_table_rows(table_), mkg_table_count(table_), mkg_table_m(table_),
-                                      mkg_table_error(table_), order_, static_cast<int>(layers_.size()), grid, 0),
+                                      mkg_table_error(table_), order_, static_cast<int>(layers_.size()), grid,
+                                      plain, 0),
                   cudaSuccess);
         ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
         unsigned int err = 1;
@@ -112,7 +115,7 @@ TEST_F(Dispatch, CorruptedEntrySetsTheErrorWordAndReturns)
         ASSERT_EQ(mkg_table_set_m(table_, static_cast<int>(i), m, 0), MKG_OK);
     }
     ASSERT_EQ(mkg_test_run_layers(mkg_table_rows(table_), mkg_table_count(table_), mkg_table_m(table_),
-                                  mkg_table_error(table_), order_, 3, 132, 0),
+                                  mkg_table_error(table_), order_, 3, 132, 0, 0),
               cudaSuccess);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "the kernel must return, not fault or hang";
     unsigned int err = 0;
@@ -124,6 +127,47 @@ TEST_F(Dispatch, CorruptedEntrySetsTheErrorWordAndReturns)
     ASSERT_EQ(mkg_case_keep(&layers_[2].big), MKG_OK);
     ASSERT_EQ(mkg_case_run(&layers_[2].big, 0, 0, m), MKG_OK);
     EXPECT_EQ(mkg_case_mismatch_vs_keep(&layers_[2].big, m), 0);
+}
+
+// The variant compiled for plain bf16 stores (the one-chunk producer path, only the plain
+// epilogue in its consumers) writes the same bits as the host-launched GEMM.
+TEST_F(Dispatch, PlainStoreKernelLayersBackToBack)
+{
+    const std::vector<std::vector<int>> steps = {{1, 1, 1}, {7, 64, 300}, {512, 17, 8}, {300, 3, 300}};
+    for (const auto &ms : steps)
+        run_and_check(ms, 132, 1);
+    run_and_check({100, 200, 50}, 66, 1);
+}
+
+// A layer the plain variant has no code for (here: layer 1 turned into a residual epilogue
+// in device memory) is reported as MKG_DISPATCH_NOT_PLAIN and skipped; the others run.
+TEST_F(Dispatch, PlainStoreKernelReportsOtherEpilogues)
+{
+    const int m = 64;
+    const int residual = MKG_EPI_RESIDUAL;
+    char *row1 = reinterpret_cast<char *>(const_cast<mkg_layer_dev *>(mkg_table_rows(table_)) + 1);
+    ASSERT_EQ(cudaMemcpy(row1 + offsetof(mkg_layer_dev, params) + offsetof(mkg_gemm_params, epilogue), &residual,
+                         sizeof residual, cudaMemcpyHostToDevice),
+              cudaSuccess);
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        ASSERT_EQ(mkg_case_poison(&layers_[i].big), MKG_OK);
+        ASSERT_EQ(mkg_table_set_m(table_, static_cast<int>(i), m, 0), MKG_OK);
+    }
+    ASSERT_EQ(mkg_test_run_layers(mkg_table_rows(table_), mkg_table_count(table_), mkg_table_m(table_),
+                                  mkg_table_error(table_), order_, 3, 132, 1, 0),
+              cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "the kernel must return, not fault or hang";
+    unsigned int err = 0;
+    ASSERT_EQ(mkg_table_take_error(table_, &err, 0), MKG_OK);
+    EXPECT_EQ(err, (2u << 8) | MKG_DISPATCH_NOT_PLAIN);
+    EXPECT_EQ(mkg_case_outside_writes(&layers_[1].big, 0), 0) << "the layer was skipped";
+    for (int i : {0, 2}) {
+        mkg_case &c = layers_[i].big;
+        EXPECT_EQ(mkg_case_outside_writes(&c, m), 0) << "layer " << i;
+        ASSERT_EQ(mkg_case_keep(&c), MKG_OK);
+        ASSERT_EQ(mkg_case_run(&c, 0, 0, m), MKG_OK);
+        EXPECT_EQ(mkg_case_mismatch_vs_keep(&c, m), 0) << "layer " << i;
+    }
 }
 
 TEST_F(Dispatch, HostRefusesMOutsideTheTable)

@@ -1,11 +1,13 @@
 /* mkg_dispatch_test_kernel.cu - a persistent test kernel that runs several layers
  * back to back, each dispatched on the device from the uploaded table by its
- * current M (the GPU dispatch tests call it through mkg_test_run_layers).
+ * current M (the GPU dispatch tests call it through mkg_test_run_layers). Two variants:
+ * the run-time epilogue (OT = -1, the calls of the README's example) and one compiled for
+ * plain bf16 stores with the one-chunk producer path (OT = bf16, as the benchmark's kernel).
  */
 #include "mkg_dispatch_sm90.cuh"
 #include "mkg_test_shims.h"
 
-template <int DT>
+template <int DT, int OT>
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
 mkg_dispatch_test_kernel(const mkg_layer_dev *__restrict__ rows, int count, const int *__restrict__ m_cur,
                          unsigned int *err, const int *__restrict__ order, int steps)
@@ -22,9 +24,14 @@ mkg_dispatch_test_kernel(const mkg_layer_dev *__restrict__ rows, int count, cons
             for (int i = 0; i < steps; ++i) {
                 const mkg_gemm_params *p;
                 int m, units;
-                const int s = mkg_dispatch_begin<DT>(rows, count, m_cur, order[i], err, &ring, &sm, 1, &p, &m, &units);
-                for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
-                    mkg_dispatch_produce(p, s, m, u, &ring, &sm);
+                const int s = mkg_dispatch_begin<DT, 0, OT>(rows, count, m_cur, order[i], err, &ring, &sm, 1, &p,
+                                                            &m, &units);
+                for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x) {
+                    if constexpr (OT < 0)
+                        mkg_dispatch_produce(p, s, m, u, &ring, &sm);
+                    else
+                        mkg_dispatch_produce<0, true>(p, s, m, u, &ring, &sm);
+                }
             }
         }
     } else {
@@ -33,23 +40,29 @@ mkg_dispatch_test_kernel(const mkg_layer_dev *__restrict__ rows, int count, cons
         for (int i = 0; i < steps; ++i) {
             const mkg_gemm_params *p;
             int m, units;
-            const int s = mkg_dispatch_begin<DT>(rows, count, m_cur, order[i], err, &ring, &sm, 0, &p, &m, &units);
+            const int s = mkg_dispatch_begin<DT, 0, OT>(rows, count, m_cur, order[i], err, &ring, &sm, 0, &p, &m,
+                                                        &units);
             for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
-                mkg_dispatch_consume<DT>(p, s, m, u, &ring, &sm, wg);
+                mkg_dispatch_consume<DT, OT>(p, s, m, u, &ring, &sm, wg);
         }
         mkg_epilogue_drain();
     }
 }
 
 extern "C" cudaError_t mkg_test_run_layers(const mkg_layer_dev *rows, int count, const int *m_cur,
-                                           unsigned int *err, const int *order, int steps, int grid,
+                                           unsigned int *err, const int *order, int steps, int grid, int plain,
                                            cudaStream_t stream)
 {
-    const void *k = (const void *)mkg_dispatch_test_kernel<MKG_DTYPE_BF16>;
+    const void *k = plain ? (const void *)mkg_dispatch_test_kernel<MKG_DTYPE_BF16, MKG_DTYPE_BF16>
+                          : (const void *)mkg_dispatch_test_kernel<MKG_DTYPE_BF16, -1>;
     cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, MKG_LAUNCH_SMEM_BYTES);
     if (e != cudaSuccess)
         return e;
-    mkg_dispatch_test_kernel<MKG_DTYPE_BF16>
-        <<<grid, MKG_LAUNCH_THREADS, MKG_LAUNCH_SMEM_BYTES, stream>>>(rows, count, m_cur, err, order, steps);
+    if (plain)
+        mkg_dispatch_test_kernel<MKG_DTYPE_BF16, MKG_DTYPE_BF16>
+            <<<grid, MKG_LAUNCH_THREADS, MKG_LAUNCH_SMEM_BYTES, stream>>>(rows, count, m_cur, err, order, steps);
+    else
+        mkg_dispatch_test_kernel<MKG_DTYPE_BF16, -1>
+            <<<grid, MKG_LAUNCH_THREADS, MKG_LAUNCH_SMEM_BYTES, stream>>>(rows, count, m_cur, err, order, steps);
     return cudaGetLastError();
 }

@@ -94,9 +94,10 @@ mkg_status mkg_shim_pdl_chain(int s, int m, int n, int k, int n2, int reps, unsi
                               long long *mismatch, mkg_status *bad_flags);
 
 /* Runs `steps` layers (indices in order[], device memory) of an uploaded table in
- * one persistent launch of the dispatch test kernel (bf16 layers; grid CTAs). */
+ * one persistent launch of the dispatch test kernel (bf16 layers; grid CTAs). plain = 1:
+ * the variant compiled for plain bf16 stores (other layers: MKG_DISPATCH_NOT_PLAIN). */
 cudaError_t mkg_test_run_layers(const mkg_layer_dev *rows, int count, const int *m_cur, unsigned int *err,
-                                const int *order, int steps, int grid, cudaStream_t stream);
+                                const int *order, int steps, int grid, int plain, cudaStream_t stream);
 
 #ifdef __cplusplus
 }
