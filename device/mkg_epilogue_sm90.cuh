@@ -260,7 +260,7 @@ static __device__ __forceinline__ void mkg_epilogue_staged_as(const mkg_gemm_par
                                                               int y0, mkg_ring *r, uint32_t base, int wg)
 {
     typedef mkg_epi_shape<WN, SWAP, OT> E;
-    static_assert(NB >= 1 && NB <= 8, "1 .. 8 staging buffers per warpgroup");
+    static_assert(NB >= 2 && NB <= 8, "2 .. 8 staging buffers per warpgroup");
     const bool issuer = (threadIdx.x & 127) == 0;
     const int bar = MKG_LAUNCH_BAR_EPI + wg;
     const uint32_t mine = base + (uint32_t)(wg * NB) * MKG_EPI_BUF_BYTES;

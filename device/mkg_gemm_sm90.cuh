@@ -49,9 +49,7 @@ static_assert(sizeof(mkg_gemm_params) + 3 * sizeof(int) <= 4096,
                               ((tn / cl) == 64 || (tn / cl) == 128)),                                   \
                   #name ": cluster rows multicast a B box of TN / CL rows (a box class), no swap, no split"); \
     static_assert(pp == 0 || (tm == 128 && !swap && split == 1 && cl == 1),                           \
-                  #name ": ping-pong rows are 128-row tiles, no swap, no split, no cluster");          \
-    static_assert(st * (tm + tn) * 128 <= MKG_LAUNCH_RING_BYTES || pp,                                 \
-                  #name ": only shipped-kernel-only (ping-pong) rows may reach into the staging area");
+                  #name ": ping-pong rows are 128-row tiles, no swap, no split, no cluster");
 MKG_SCHEDULE_LIST(MKG_X_CHECK)
 #undef MKG_X_CHECK
 

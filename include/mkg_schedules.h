@@ -69,7 +69,6 @@ extern "C" {
     X(m128n64k64_s8_rn_g8,           128,  64, 64, 8, MKG_RASTER_N,  8,    0,    1,  1,  0) \
     X(m8n128k64_s11_swap_rn_g8,        8, 128, 64,11, MKG_RASTER_N,  8,    1,    1,  1,  0) \
     X(m128n192k64_s4_rm_g16_pp,      128, 192, 64, 4, MKG_RASTER_M, 16,    0,    1,  1,  1) \
-    X(m128n192k64_s5_rm_g16_pp,      128, 192, 64, 5, MKG_RASTER_M, 16,    0,    1,  1,  1) \
     X(m16n64k64_s16_swap_rn_g8,       16,  64, 64,16, MKG_RASTER_N,  8,    1,    1,  1,  0) \
     X(m16n64k64_s16_swap_rn_g8_sk8,   16,  64, 64,16, MKG_RASTER_N,  8,    1,    8,  1,  0)
 
