@@ -86,6 +86,21 @@ protected:
             EXPECT_EQ(mkg_case_mismatch_vs_keep(&c, ms[i]), 0) << "layer " << i << " M=" << ms[i];
         }
     }
+    // Poisons every layer's C, runs all three at M = m in one launch (grid 132) and takes the
+    // error word; the kernel must return whatever the table holds.
+    void run_all_at(int m, int plain, unsigned int *err)
+    {
+        for (size_t i = 0; i < layers_.size(); ++i) {
+            ASSERT_EQ(mkg_case_poison(&layers_[i].big), MKG_OK);
+            ASSERT_EQ(mkg_table_set_m(table_, static_cast<int>(i), m, 0), MKG_OK);
+        }
+        ASSERT_EQ(mkg_test_run_layers(mkg_table_rows(table_), mkg_table_count(table_), mkg_table_m(table_),
+                                      mkg_table_error(table_), order_, static_cast<int>(layers_.size()), 132,
+                                      plain, 0),
+                  cudaSuccess);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "the kernel must return, not fault or hang";
+        ASSERT_EQ(mkg_table_take_error(table_, err, 0), MKG_OK);
+    }
     std::vector<Layer> layers_;
     mkg_table *table_ = nullptr;
     int *order_ = nullptr;
@@ -110,16 +125,8 @@ TEST_F(Dispatch, CorruptedEntrySetsTheErrorWordAndReturns)
     const unsigned char bad = 250;
     char *row1 = reinterpret_cast<char *>(const_cast<mkg_layer_dev *>(mkg_table_rows(table_)) + 1);
     ASSERT_EQ(cudaMemcpy(row1 + offsetof(mkg_layer_dev, schedule) + b, &bad, 1, cudaMemcpyHostToDevice), cudaSuccess);
-    for (size_t i = 0; i < layers_.size(); ++i) {
-        ASSERT_EQ(mkg_case_poison(&layers_[i].big), MKG_OK);
-        ASSERT_EQ(mkg_table_set_m(table_, static_cast<int>(i), m, 0), MKG_OK);
-    }
-    ASSERT_EQ(mkg_test_run_layers(mkg_table_rows(table_), mkg_table_count(table_), mkg_table_m(table_),
-                                  mkg_table_error(table_), order_, 3, 132, 0, 0),
-              cudaSuccess);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "the kernel must return, not fault or hang";
     unsigned int err = 0;
-    ASSERT_EQ(mkg_table_take_error(table_, &err, 0), MKG_OK);
+    ASSERT_NO_FATAL_FAILURE(run_all_at(m, 0, &err));
     EXPECT_EQ(err, (2u << 8) | MKG_DISPATCH_BAD_SCHEDULE);
     EXPECT_EQ(mkg_case_outside_writes(&layers_[1].big, 0), 0) << "the bad layer was skipped";
     EXPECT_EQ(mkg_case_outside_writes(&layers_[0].big, m), 0);
@@ -149,16 +156,8 @@ TEST_F(Dispatch, PlainStoreKernelReportsOtherEpilogues)
     ASSERT_EQ(cudaMemcpy(row1 + offsetof(mkg_layer_dev, params) + offsetof(mkg_gemm_params, epilogue), &residual,
                          sizeof residual, cudaMemcpyHostToDevice),
               cudaSuccess);
-    for (size_t i = 0; i < layers_.size(); ++i) {
-        ASSERT_EQ(mkg_case_poison(&layers_[i].big), MKG_OK);
-        ASSERT_EQ(mkg_table_set_m(table_, static_cast<int>(i), m, 0), MKG_OK);
-    }
-    ASSERT_EQ(mkg_test_run_layers(mkg_table_rows(table_), mkg_table_count(table_), mkg_table_m(table_),
-                                  mkg_table_error(table_), order_, 3, 132, 1, 0),
-              cudaSuccess);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "the kernel must return, not fault or hang";
     unsigned int err = 0;
-    ASSERT_EQ(mkg_table_take_error(table_, &err, 0), MKG_OK);
+    ASSERT_NO_FATAL_FAILURE(run_all_at(m, 1, &err));
     EXPECT_EQ(err, (2u << 8) | MKG_DISPATCH_NOT_PLAIN);
     EXPECT_EQ(mkg_case_outside_writes(&layers_[1].big, 0), 0) << "the layer was skipped";
     for (int i : {0, 2}) {
