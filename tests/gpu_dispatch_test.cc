@@ -62,9 +62,10 @@ protected:
         for (Layer &l : layers_)
             mkg_case_free(&l.big);
     }
-    // Runs every layer at its M in one launch; then checks each against mkg_gemm at that M.
-    // plain = 1: the dispatch kernel compiled for plain bf16 stores.
-    void run_and_check(const std::vector<int> &ms, int grid, int plain = 0)
+    // Poisons every layer's C, runs layer i at M = ms[i] in one launch of `grid` CTAs (plain = 1:
+    // the dispatch kernel compiled for plain bf16 stores) and takes the error word; the kernel
+    // must return whatever the table holds.
+    void launch(const std::vector<int> &ms, int grid, int plain, unsigned int *err)
     {
         for (size_t i = 0; i < layers_.size(); ++i) {
             ASSERT_EQ(mkg_case_poison(&layers_[i].big), MKG_OK);
@@ -74,9 +75,14 @@ protected:
                                       mkg_table_error(table_), order_, static_cast<int>(layers_.size()), grid,
                                       plain, 0),
                   cudaSuccess);
-        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "the kernel must return, not fault or hang";
+        ASSERT_EQ(mkg_table_take_error(table_, err, 0), MKG_OK);
+    }
+    // Runs every layer at its M in one launch; then checks each against mkg_gemm at that M.
+    void run_and_check(const std::vector<int> &ms, int grid, int plain = 0)
+    {
         unsigned int err = 1;
-        ASSERT_EQ(mkg_table_take_error(table_, &err, 0), MKG_OK);
+        ASSERT_NO_FATAL_FAILURE(launch(ms, grid, plain, &err));
         EXPECT_EQ(err, 0u);
         for (size_t i = 0; i < layers_.size(); ++i) {
             mkg_case &c = layers_[i].big;
@@ -85,21 +91,6 @@ protected:
             ASSERT_EQ(mkg_case_run(&c, 0, 0, ms[i]), MKG_OK);  // C = host-launched schedule 0
             EXPECT_EQ(mkg_case_mismatch_vs_keep(&c, ms[i]), 0) << "layer " << i << " M=" << ms[i];
         }
-    }
-    // Poisons every layer's C, runs all three at M = m in one launch (grid 132) and takes the
-    // error word; the kernel must return whatever the table holds.
-    void run_all_at(int m, int plain, unsigned int *err)
-    {
-        for (size_t i = 0; i < layers_.size(); ++i) {
-            ASSERT_EQ(mkg_case_poison(&layers_[i].big), MKG_OK);
-            ASSERT_EQ(mkg_table_set_m(table_, static_cast<int>(i), m, 0), MKG_OK);
-        }
-        ASSERT_EQ(mkg_test_run_layers(mkg_table_rows(table_), mkg_table_count(table_), mkg_table_m(table_),
-                                      mkg_table_error(table_), order_, static_cast<int>(layers_.size()), 132,
-                                      plain, 0),
-                  cudaSuccess);
-        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "the kernel must return, not fault or hang";
-        ASSERT_EQ(mkg_table_take_error(table_, err, 0), MKG_OK);
     }
     std::vector<Layer> layers_;
     mkg_table *table_ = nullptr;
@@ -126,7 +117,7 @@ TEST_F(Dispatch, CorruptedEntrySetsTheErrorWordAndReturns)
     char *row1 = reinterpret_cast<char *>(const_cast<mkg_layer_dev *>(mkg_table_rows(table_)) + 1);
     ASSERT_EQ(cudaMemcpy(row1 + offsetof(mkg_layer_dev, schedule) + b, &bad, 1, cudaMemcpyHostToDevice), cudaSuccess);
     unsigned int err = 0;
-    ASSERT_NO_FATAL_FAILURE(run_all_at(m, 0, &err));
+    ASSERT_NO_FATAL_FAILURE(launch({m, m, m}, 132, 0, &err));
     EXPECT_EQ(err, (2u << 8) | MKG_DISPATCH_BAD_SCHEDULE);
     EXPECT_EQ(mkg_case_outside_writes(&layers_[1].big, 0), 0) << "the bad layer was skipped";
     EXPECT_EQ(mkg_case_outside_writes(&layers_[0].big, m), 0);
@@ -157,7 +148,7 @@ TEST_F(Dispatch, PlainStoreKernelReportsOtherEpilogues)
                          sizeof residual, cudaMemcpyHostToDevice),
               cudaSuccess);
     unsigned int err = 0;
-    ASSERT_NO_FATAL_FAILURE(run_all_at(m, 1, &err));
+    ASSERT_NO_FATAL_FAILURE(launch({m, m, m}, 132, 1, &err));
     EXPECT_EQ(err, (2u << 8) | MKG_DISPATCH_NOT_PLAIN);
     EXPECT_EQ(mkg_case_outside_writes(&layers_[1].big, 0), 0) << "the layer was skipped";
     for (int i : {0, 2}) {
