@@ -151,8 +151,6 @@ static __device__ __forceinline__ void mkg_epilogue_store_as(const mkg_gemm_para
     }
 }
 
-// ---- staged path -----------------------------------------------------------------
-
 template <int OT>
 static __device__ __forceinline__ uint32_t mkg_pack2(float v0, float v1)
 {
@@ -164,6 +162,67 @@ static __device__ __forceinline__ uint32_t mkg_pack2(float v0, float v1)
         return *(uint32_t *)&h;
     }
 }
+
+// ---- carried path (the cooperative OV rows, PP = 2) ----------------------------------
+//
+// A 16-bit C tile packed into WN / 4 registers (mkg_pack2: the same rounding as the other
+// paths), so the accumulators are free for the next unit's wgmma while it is stored.
+template <int WN>
+struct mkg_ov_carry {
+    uint32_t pk[WN / 4];   // pk[2j + h]: row xr + 8h, columns 8j + yc + {0, 1} (fragment above)
+    int x0, y0;            // the tile's origin; x0 < 0: nothing carried
+};
+
+template <int WN, int OT>
+static __device__ __forceinline__ void mkg_ov_pack(mkg_ov_carry<WN> *ov, const float *d, int x0, int y0)
+{
+#pragma unroll
+    for (int i = 0; i < WN / 4; ++i)
+        ov->pk[i] = mkg_pack2<OT>(d[2 * i], d[2 * i + 1]);
+    ov->x0 = x0, ov->y0 = y0;
+}
+
+// Direct stores of a carried (64, WN) tile (no swap), bounded by the runtime M and the N of p;
+// a tile wholly inside C takes the unchecked loop.
+template <int WN, int OT>
+static __device__ __forceinline__ void mkg_ov_store(const mkg_gemm_params *p, int m, const mkg_ov_carry<WN> *ov)
+{
+    static_assert(OT == MKG_DTYPE_BF16 || OT == MKG_DTYPE_FP16, "a carried tile is 16-bit");
+    const int t = threadIdx.x & 127;
+    const int lane = t & 31;
+    const int xr = ov->x0 + (t >> 5) * 16 + (lane >> 2);
+    const int yc = ov->y0 + 2 * (lane & 3);
+    const long long ldc = p->ldc;
+    unsigned short *c = (unsigned short *)p->c;
+    const int n = p->n;
+    if (ov->x0 + 64 <= m && ov->y0 + WN <= n) {
+        unsigned short *r0 = c + (long long)xr * ldc + yc;
+#pragma unroll
+        for (int j = 0; j < WN / 8; ++j) {
+            *(uint32_t *)(r0 + 8 * j) = ov->pk[2 * j];
+            *(uint32_t *)(r0 + 8 * ldc + 8 * j) = ov->pk[2 * j + 1];
+        }
+        return;
+    }
+#pragma unroll
+    for (int j = 0; j < WN / 8; ++j) {
+        const int y = yc + 8 * j;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int x = xr + 8 * h;
+            const uint32_t v = ov->pk[2 * j + h];
+            if (x < m) {
+                unsigned short *at = c + (long long)x * ldc + y;
+                if (y + 1 < n)
+                    *(uint32_t *)at = v;
+                else if (y < n)
+                    *at = (unsigned short)(v & 0xffffu);
+            }
+        }
+    }
+}
+
+// ---- staged path -----------------------------------------------------------------
 
 template <int OT>
 static __device__ __forceinline__ void mkg_st_shared_elem(uint32_t addr, float v)
