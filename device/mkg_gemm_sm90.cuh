@@ -161,8 +161,11 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
                 for (int u = first; u < units; u += stride)
                     mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, true, CL, true, OT, true>(
                         p, m, u, 0, raster, group, split, &ring, &sm, wg, d, tot, nullptr, nullptr, &ov);
-                if (ov.x0 >= 0)
-                    mkg_ov_store<S::WN, OT>(p, m, &ov);
+                if (ov.x0 >= 0) {
+                    const uint32_t epi = sm.ring + S::EPI_OFF;
+                    mkg_ov_store_half<S::WN, OT, S::EPI_BUFS, 0>(p, m, &ov, &ring, epi, wg);
+                    mkg_ov_store_half<S::WN, OT, S::EPI_BUFS, 1>(p, m, &ov, &ring, epi, wg);
+                }
             } else if constexpr (!CH) {
                 for (int u = first; u < units; u += stride)
                     mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, true, CL, true, OT>(p, m, u, 0, raster, group,

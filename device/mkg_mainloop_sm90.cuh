@@ -446,6 +446,8 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
         for (int i = 0; i < WN / 2; ++i)
             d[i] = 0.0f;
     }
+    constexpr int EPI_NB = XE ? S::EPI_BUFS : 2;                  // staging buffers per consumer
+    const uint32_t epi = XE ? sm->ring + S::EPI_OFF : sm->epi;
     uint32_t prev = 0;
     for (int kt = kb; kt < ke; ++kt) {
         const uint32_t s = r->slot;
@@ -463,8 +465,12 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
                                      (kt != kb) || (kk != 0));
         mkg_wgmma_commit_group();
         if constexpr (OV) {
-            if (kt == kb && ov->x0 >= 0)
-                mkg_ov_store<WN, OT>(p, m, ov);               // under this unit's first K tile
+            if (ov->x0 >= 0) {                                // the last tile, under this unit's first two K tiles
+                if (kt == kb)
+                    mkg_ov_store_half<WN, OT, EPI_NB, 0>(p, m, ov, r, epi, wg);
+                else if (kt == kb + 1)
+                    mkg_ov_store_half<WN, OT, EPI_NB, 1>(p, m, ov, r, epi, wg);
+            }
         }
         // Keep one stage of wgmma in flight; the one before it has now retired,
         // so its slot goes back to the producer.
@@ -485,14 +491,15 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
     if (releaser)
         mkg_ring_release<CL>(sm, prev);
 
-    constexpr int EPI_NB = XE ? S::EPI_BUFS : 2;                  // staging buffers per consumer
-    const uint32_t epi = XE ? sm->ring + S::EPI_OFF : sm->epi;
     if constexpr (ONE) {
         if (CL > 1 && x0 >= m)
             return;                                   // the odd last tile row of a cluster: nothing to store
         mkg_apply_input_scale<DT, WN / 2>(p, d);
-        if constexpr (OV)
+        if constexpr (OV) {
+            if (ke - kb == 1 && ov->x0 >= 0)
+                mkg_ov_store_half<WN, OT, EPI_NB, 1>(p, m, ov, r, epi, wg);   // a one-K-tile unit
             mkg_ov_pack<WN, OT>(ov, d, x0, y0);
+        }
         else
             mkg_epilogue_store<WN, SWAP, EPI_NB, OT>(p, m, d, x0, y0, r, epi, wg);
     } else {
