@@ -151,6 +151,8 @@ static __device__ __forceinline__ void mkg_epilogue_store_as(const mkg_gemm_para
     }
 }
 
+// ---- staged path -----------------------------------------------------------------
+
 template <int OT>
 static __device__ __forceinline__ uint32_t mkg_pack2(float v0, float v1)
 {
@@ -162,8 +164,6 @@ static __device__ __forceinline__ uint32_t mkg_pack2(float v0, float v1)
         return *(uint32_t *)&h;
     }
 }
-
-// ---- staged path -----------------------------------------------------------------
 
 template <int OT>
 static __device__ __forceinline__ void mkg_st_shared_elem(uint32_t addr, float v)
@@ -201,22 +201,8 @@ struct mkg_epi_shape {
 //                 ring (mkg_shape::EPI_BUFS), so rows with a smaller ring get more buffers.
 #define MKG_EPI_BUF_BYTES (8 * 1024)
 
-// C pair i of a fragment (elements 2i, 2i + 1), rounded and packed: from the accumulators, or
-// as carried (mkg_ov_carry).
-template <int OT>
-static __device__ __forceinline__ uint32_t mkg_frag_pack(const float *d, int i)
-{
-    return mkg_pack2<OT>(d[2 * i], d[2 * i + 1]);
-}
-template <int OT>
-static __device__ __forceinline__ uint32_t mkg_frag_pack(const uint32_t *pk, int i)
-{
-    return pk[i];
-}
-
-// T: float (accumulators) or uint32_t (a carried 16-bit tile; no swap).
-template <int WN, int SWAP, int OT, typename T = float>
-static __device__ __forceinline__ void mkg_epilogue_chunk_to_smem(const T *d, int ch, uint32_t buf)
+template <int WN, int SWAP, int OT>
+static __device__ __forceinline__ void mkg_epilogue_chunk_to_smem(const float *d, int ch, uint32_t buf)
 {
     typedef mkg_epi_shape<WN, SWAP, OT> E;
     const int t = threadIdx.x & 127;
@@ -232,10 +218,11 @@ static __device__ __forceinline__ void mkg_epilogue_chunk_to_smem(const T *d, in
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const uint32_t a = buf + mkg_sw128_offset(xr + 8 * h, col * E::OSZ);
+                const float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
                 if constexpr (OT == MKG_DTYPE_FP32)
-                    mkg_st_shared_v2_b32(a, __float_as_uint(d[4 * j + 2 * h]), __float_as_uint(d[4 * j + 2 * h + 1]));
+                    mkg_st_shared_v2_b32(a, __float_as_uint(v0), __float_as_uint(v1));
                 else
-                    mkg_st_shared_b32(a, mkg_frag_pack<OT>(d, 2 * j + h));
+                    mkg_st_shared_b32(a, mkg_pack2<OT>(v0, v1));
             }
         }
     } else {
@@ -338,113 +325,6 @@ static __device__ __forceinline__ void mkg_epilogue_as(const mkg_gemm_params *p,
         mkg_epilogue_staged_as<WN, SWAP, OT, NB>(p, d, x0, y0, r, base, wg);
     else
         mkg_epilogue_store_as<WN, SWAP, OT>(p, m, d, x0, y0);
-}
-
-// ---- carried path (the cooperative OV rows, PP = 2) ----------------------------------
-//
-// A 16-bit C tile packed into WN / 4 registers (mkg_pack2: the same rounding as the other
-// paths), so the accumulators are free for the next unit's wgmma while it is stored.
-template <int WN>
-struct mkg_ov_carry {
-    uint32_t pk[WN / 4];   // pk[2j + h]: row xr + 8h, columns 8j + yc + {0, 1} (fragment above)
-    int x0, y0;            // the tile's origin; x0 < 0: nothing carried
-};
-
-template <int WN, int OT>
-static __device__ __forceinline__ void mkg_ov_pack(mkg_ov_carry<WN> *ov, const float *d, int x0, int y0)
-{
-#pragma unroll
-    for (int i = 0; i < WN / 4; ++i)
-        ov->pk[i] = mkg_pack2<OT>(d[2 * i], d[2 * i + 1]);
-    ov->x0 = x0, ov->y0 = y0;
-}
-
-// Direct stores of a carried (64, WN) tile (no swap), bounded by the runtime M and the N of p;
-// a tile wholly inside C takes the unchecked loop. NOTE: slow (8 rows x 16 bytes per warp
-// store: ~4 us for a 64 x 256 tile, v41's first run), so only tiles the staged halves cannot
-// take (mkg_ov_staged) come here.
-template <int WN, int OT>
-static __device__ __forceinline__ void mkg_ov_store_direct(const mkg_gemm_params *p, int m, const mkg_ov_carry<WN> *ov)
-{
-    static_assert(OT == MKG_DTYPE_BF16 || OT == MKG_DTYPE_FP16, "a carried tile is 16-bit");
-    const int t = threadIdx.x & 127;
-    const int lane = t & 31;
-    const int xr = ov->x0 + (t >> 5) * 16 + (lane >> 2);
-    const int yc = ov->y0 + 2 * (lane & 3);
-    const long long ldc = p->ldc;
-    unsigned short *c = (unsigned short *)p->c;
-    const int n = p->n;
-    if (ov->x0 + 64 <= m && ov->y0 + WN <= n) {
-        unsigned short *r0 = c + (long long)xr * ldc + yc;
-#pragma unroll
-        for (int j = 0; j < WN / 8; ++j) {
-            *(uint32_t *)(r0 + 8 * j) = ov->pk[2 * j];
-            *(uint32_t *)(r0 + 8 * ldc + 8 * j) = ov->pk[2 * j + 1];
-        }
-        return;
-    }
-#pragma unroll
-    for (int j = 0; j < WN / 8; ++j) {
-        const int y = yc + 8 * j;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int x = xr + 8 * h;
-            const uint32_t v = ov->pk[2 * j + h];
-            if (x < m) {
-                unsigned short *at = c + (long long)x * ldc + y;
-                if (y + 1 < n)
-                    *(uint32_t *)at = v;
-                else if (y < n)
-                    *at = (unsigned short)(v & 0xffffu);
-            }
-        }
-    }
-}
-
-// Whether the staged halves can take a carried tile (the conditions of mkg_epilogue_as).
-template <int WN, int OT>
-static __device__ __forceinline__ bool mkg_ov_staged(const mkg_gemm_params *p, int m, const mkg_ov_carry<WN> *ov)
-{
-    constexpr int UNIT = 16 / mkg_epi_shape<WN, 0, OT>::OSZ;
-    const int n = p->n;
-    return (ov->x0 + 64 <= m || m == p->m) && (n % UNIT == 0 || ov->y0 + WN <= n - n % UNIT);
-}
-
-// Half H (0 or 1) of a carried tile: its CHUNKS / 2 chunks through the warpgroup's NB staging
-// buffers and TMA stores, after the stores of the other half (or of the tile before) have read
-// them. Called with H = 0 right after a unit's first K tile is queued and H = 1 after its
-// second, so neither half waits on the other's copy. A tile the staged path cannot take is
-// stored directly with H = 0.
-template <int WN, int OT, int NB, int H>
-static __device__ __forceinline__ void mkg_ov_store_half(const mkg_gemm_params *p, int m, const mkg_ov_carry<WN> *ov,
-                                                         mkg_ring *r, uint32_t base, int wg)
-{
-    typedef mkg_epi_shape<WN, 0, OT> E;
-    constexpr int HC = E::CHUNKS / 2;
-    static_assert(E::OK && E::CHUNKS % 2 == 0 && NB >= HC && NB <= 8, "two halves of whole chunks");
-    if (!mkg_ov_staged<WN, OT>(p, m, ov)) {
-        if (H == 0)
-            mkg_ov_store_direct<WN, OT>(p, m, ov);
-        return;
-    }
-    const bool issuer = (threadIdx.x & 127) == 0;
-    const int bar = MKG_LAUNCH_BAR_EPI + wg;
-    const uint32_t mine = base + (uint32_t)(wg * NB) * MKG_EPI_BUF_BYTES;
-    if (issuer)
-        mkg_bulk_wait_group_read<NB - HC>();
-    mkg_bar_sync(bar, 128);
-#pragma unroll
-    for (int c = 0; c < HC; ++c)
-        mkg_epilogue_chunk_to_smem<WN, 0, OT>(ov->pk, H * HC + c, mine + (uint32_t)((r->epi + c) % NB) * MKG_EPI_BUF_BYTES);
-    mkg_fence_proxy_async_shared();
-    mkg_bar_sync(bar, 128);
-    if (issuer) {
-#pragma unroll
-        for (int c = 0; c < HC; ++c)
-            mkg_epilogue_chunk_store<WN, 0, OT>(p, H * HC + c, mine + (uint32_t)((r->epi + c) % NB) * MKG_EPI_BUF_BYTES,
-                                                ov->x0, ov->y0);
-    }
-    r->epi = (r->epi + HC) % NB;
 }
 
 // ---- fused and signalling path ------------------------------------------------------

@@ -61,9 +61,7 @@ MKG_SCHEDULE_LIST(MKG_X_CHECK)
 // NOTE: two instantiations rather than a runtime branch: with both consumer loops in
 // one kernel ptxas serialized every wgmma (C7520), and the flat chunk loop alone
 // measured 5-18% slower than the plain one on single-chunk GEMMs.
-// PP = 1: ping-pong consumers (mkg_gemm_consume_pp), one K chunk, no split. PP = 2 (OV):
-// cooperative consumers that carry each 16-bit tile packed into the next unit (mkg_ov_carry);
-// with OT < 0 or fp32 C they run as PP = 0 (the same bits).
+// PP = 1: ping-pong consumers (mkg_gemm_consume_pp), one K chunk, no split.
 // OT >= 0: C is of type OT with a plain store, known at compile time (mkg_epilogue_store);
 // OT < 0: output type and epilogue kind are read from the params.
 template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CH, int CL = 1, int PP = 0, int OT = -1>
@@ -131,7 +129,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
     } else {
         mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
         const int wg = threadIdx.x / 128 - 1;
-        if constexpr (PP == 1) {
+        if constexpr (PP) {
             // Unit i of this CTA runs on warpgroup i & 1; see mkg_gemm_consume_pp for the hand-off
             // (warpgroup w waits on barrier BAR_PP + w; every arrive has its matching wait).
             float dp[TN];                                // (128, TN): two (64, TN) halves
@@ -153,20 +151,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
             for (int i = 0; i < S::WN / 2; ++i)
                 d[i] = 0.0f;
             static_assert(!CH || S::CHUNKED, "only rows with wgmma N <= MKG_CHUNKED_MAX_WN fold chunks");
-            if constexpr (PP == 2 && (OT == MKG_DTYPE_BF16 || OT == MKG_DTYPE_FP16)) {
-                // OV: each unit's tile is carried packed and stored under the next unit's first
-                // K tile (mkg_ov_carry); the last one after the loop.
-                mkg_ov_carry<S::WN> ov;
-                ov.x0 = -1, ov.y0 = 0;
-                for (int u = first; u < units; u += stride)
-                    mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, true, CL, true, OT, true>(
-                        p, m, u, 0, raster, group, split, &ring, &sm, wg, d, tot, nullptr, nullptr, &ov);
-                if (ov.x0 >= 0) {
-                    const uint32_t epi = sm.ring + S::EPI_OFF;
-                    mkg_ov_store_half<S::WN, OT, S::EPI_BUFS, 0>(p, m, &ov, &ring, epi, wg);
-                    mkg_ov_store_half<S::WN, OT, S::EPI_BUFS, 1>(p, m, &ov, &ring, epi, wg);
-                }
-            } else if constexpr (!CH) {
+            if constexpr (!CH) {
                 for (int u = first; u < units; u += stride)
                     mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, true, CL, true, OT>(p, m, u, 0, raster, group,
                                                                                     split, &ring, &sm, wg, d, tot);

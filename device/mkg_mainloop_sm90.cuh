@@ -397,24 +397,18 @@ static __device__ __forceinline__ void mkg_unit_chunk_range(const mkg_gemm_param
 // kernel: per step its integer divisions cost more than a 128-deep e4m3 chunk's wgmma, v23);
 // NULL: computed here. bs: the caller's block-scale carry (shipped kernel): a step loads the
 // next chunk's scales while its own chunk runs, and only a unit's first chunk waits for its own.
-// ov (OV rows, PP = 2, one chunk, 16-bit OT): the previous unit's tile, packed; it is stored
-// right after this unit's first K tile is queued, and this unit's tile replaces it (v41).
 template <int DT, int TM, int TN, int TK, int ST, int SWAP, bool ONE = !mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED,
-          int CL = 1, bool XE = false, int OT = -1, bool OV = false>
+          int CL = 1, bool XE = false, int OT = -1>
 static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_params *p, int m, int unit, int c,
                                                              int raster, int group, int split, mkg_ring *r,
                                                              const mkg_smem *sm, int wg, float *d, float *tot,
                                                              const mkg_unit *pu = nullptr,
                                                              mkg_bscale_in<mkg_shape<TM, TN, TK, ST, SWAP>::WN, SWAP>
-                                                                 *bs = nullptr,
-                                                             mkg_ov_carry<mkg_shape<TM, TN, TK, ST, SWAP>::WN> *ov =
-                                                                 nullptr)
+                                                                 *bs = nullptr)
 {
     typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
     constexpr int WN = S::WN;
     static_assert(CL == 1 || ONE, "cluster rows run one chunk per unit");
-    static_assert(!OV || (ONE && CL == 1 && !SWAP && (OT == MKG_DTYPE_BF16 || OT == MKG_DTYPE_FP16)),
-                  "a carried epilogue: one chunk, no cluster, no swap, 16-bit C");
     static_assert(TK * mkg_dtype_bytes<DT>() == 128, "a stage row is 128 bytes of the input dtype");
     const mkg_unit u = pu ? *pu
                           : mkg_unit_of<TM, TN, TK, CL, ONE>(p, m, unit, raster, group, split,
@@ -446,8 +440,6 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
         for (int i = 0; i < WN / 2; ++i)
             d[i] = 0.0f;
     }
-    constexpr int EPI_NB = XE ? S::EPI_BUFS : 2;                  // staging buffers per consumer
-    const uint32_t epi = XE ? sm->ring + S::EPI_OFF : sm->epi;
     uint32_t prev = 0;
     for (int kt = kb; kt < ke; ++kt) {
         const uint32_t s = r->slot;
@@ -464,14 +456,6 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
             mkg_wgmma_m64k16<WN, DT>(d, dx + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP,
                                      (kt != kb) || (kk != 0));
         mkg_wgmma_commit_group();
-        if constexpr (OV) {
-            if (ov->x0 >= 0) {                                // the last tile, under this unit's first two K tiles
-                if (kt == kb)
-                    mkg_ov_store_half<WN, OT, EPI_NB, 0>(p, m, ov, r, epi, wg);
-                else if (kt == kb + 1)
-                    mkg_ov_store_half<WN, OT, EPI_NB, 1>(p, m, ov, r, epi, wg);
-            }
-        }
         // Keep one stage of wgmma in flight; the one before it has now retired,
         // so its slot goes back to the producer.
         if (kt > kb) {
@@ -491,17 +475,13 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
     if (releaser)
         mkg_ring_release<CL>(sm, prev);
 
+    constexpr int EPI_NB = XE ? S::EPI_BUFS : 2;                  // staging buffers per consumer
+    const uint32_t epi = XE ? sm->ring + S::EPI_OFF : sm->epi;
     if constexpr (ONE) {
         if (CL > 1 && x0 >= m)
             return;                                   // the odd last tile row of a cluster: nothing to store
         mkg_apply_input_scale<DT, WN / 2>(p, d);
-        if constexpr (OV) {
-            if (ke - kb == 1 && ov->x0 >= 0)
-                mkg_ov_store_half<WN, OT, EPI_NB, 1>(p, m, ov, r, epi, wg);   // a one-K-tile unit
-            mkg_ov_pack<WN, OT>(ov, d, x0, y0);
-        }
-        else
-            mkg_epilogue_store<WN, SWAP, EPI_NB, OT>(p, m, d, x0, y0, r, epi, wg);
+        mkg_epilogue_store<WN, SWAP, EPI_NB, OT>(p, m, d, x0, y0, r, epi, wg);
     } else {
         if constexpr (DT == MKG_DTYPE_E4M3) {
             if (bscaled)

@@ -31,7 +31,7 @@ TEST(Schedules, NameSpellsOutTheParameters)
                            std::to_string(i->tile_k) + "_s" + std::to_string(i->stages) +
                            (i->swap_ab ? "_swap" : "") + (i->raster == MKG_RASTER_M ? "_rm" : "_rn") + "_g" +
                            std::to_string(i->group) + (i->split > 1 ? "_sk" + std::to_string(i->split) : "") +
-                           (i->cluster > 1 ? "_c" + std::to_string(i->cluster) : "") + (i->pingpong == 1 ? "_pp" : i->pingpong == 2 ? "_ov" : "");
+                           (i->cluster > 1 ? "_c" + std::to_string(i->cluster) : "") + (i->pingpong ? "_pp" : "");
         EXPECT_EQ(want, i->name);
     }
 }
@@ -59,7 +59,7 @@ TEST(Schedules, EveryRowFitsTheLaunchShape)
             EXPECT_EQ(i->tile_n % (8 * i->cluster), 0) << i->name << ": each CTA multicasts whole swizzle atoms";
             EXPECT_GE(mkg_box_class(i->tile_n / i->cluster), 0) << i->name << ": B box of TN / CL rows";
         }
-        EXPECT_TRUE(i->pingpong >= 0 && i->pingpong <= 2) << i->name;
+        EXPECT_TRUE(i->pingpong == 0 || i->pingpong == 1) << i->name;
         if (i->pingpong) {
             EXPECT_EQ(i->tile_m, 128) << i->name << ": a ping-pong warpgroup covers both m64 halves";
             EXPECT_EQ(i->swap_ab, 0) << i->name;
@@ -67,10 +67,7 @@ TEST(Schedules, EveryRowFitsTheLaunchShape)
             EXPECT_EQ(i->cluster, 1) << i->name;
             // TN accumulators per thread (two m64 halves of TN / 2 each): 192 is the most that
             // ptxas fits in the 232-register consumers without spilling (n192 ping-pong: 0 bytes).
-            if (i->pingpong == 1)
-                EXPECT_LE(i->tile_n, 192) << i->name << ": TN accumulators per thread";
-            else  // OV: TN / 2 accumulators and TN / 4 carried registers per thread
-                EXPECT_LE(i->tile_n, 256) << i->name;
+            EXPECT_LE(i->tile_n, 192) << i->name << ": TN accumulators per thread";
         }
     }
     EXPECT_LE(MKG_LAUNCH_SMEM_BYTES, 227 * 1024);
