@@ -4,7 +4,7 @@
 # logs and JSON into OUTDIR (at most 8 files come back from the lent machine).
 #
 #   MKG_STAGES   comma list of stages to run (default: build,sass,test,sanitize,bench; also probe
-#                (tools/launch_probe.cu), mk, ncu, ncusrc, ncustall)
+#                (tools/launch_probe.cu), mk, ncu, ncusrc, ncustall, cubsrc)
 #   MKG_BENCH_ARGS extra arguments for mkg_bench_gemm (e.g. "--only square_8192 --pdl 1"); MKG_BENCH_DTYPES
 #                ("bf16 fp16" by default; add tf32 for fp32 operands with tf32 math)
 #   MKG_NCU_ONLY  shape for the ncu stage (square_8192)
@@ -130,11 +130,12 @@ if has ncusrc; then
   # One launch of one kernel under --set full with source-level stall sampling, condensed by
   # tools/ncu_source_summary.py; then cuBLASLt's kernel for the same problem (name, SOL, stalls).
   #   MKG_NCU_BENCH  mkg_bench_gemm arguments that select the problem (e.g. "--only X --min-m 4096 --max-m 4096")
-  #   MKG_NCU_KERNEL mangled-name regex of our kernel; MKG_NCU_SKIP launches of it to skip first
+  #   MKG_NCU_KERNEL mangled-name regex of our kernel; MKG_NCU_SKIP launches of it to skip first;
+  #   MKG_NCU_DTYPE the input dtype (bf16)
   say "ncu source ($MKG_NCU_BENCH)"
   timeout 300 ncu --clock-control none --kernel-name-base mangled -k "regex:${MKG_NCU_KERNEL:-mkg_gemm_persistent}" \
     --launch-skip "${MKG_NCU_SKIP:-3}" --launch-count 1 --set full --import-source yes -f -o /tmp/ncu_mk \
-    "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" ${MKG_NCU_BENCH:-} --dtype bf16 \
+    "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" ${MKG_NCU_BENCH:-} --dtype "${MKG_NCU_DTYPE:-bf16}" \
     --out /tmp/ncu_bench.json >"$out/ncu_src.txt" 2>&1
   say "ncu mkgemm rc=$?"
   ncu -i /tmp/ncu_mk.ncu-rep --page details >>"$out/ncu_src.txt" 2>&1
@@ -146,6 +147,21 @@ if has ncusrc; then
     ${MKG_NCU_BENCH:-} --dtype bf16 --out /tmp/ncu_bench2.json >"$out/ncu_cublas.txt" 2>&1
   say "ncu cublas rc=$?"
   grep -E "^  [a-zA-Z_0-9]+.*\(|Duration|Throughput|Stall|Warp Cycles" "$out/ncu_cublas.txt" | head -30 | tee -a "$log"
+fi
+if has cubsrc; then
+  # cuBLASLt's kernel for one problem under --set full with source-level counters: its name, launch
+  # shape, SOL, stalls and its hot loop (SASS). MKG_NCU_BENCH selects the problem (as for ncusrc),
+  # MKG_NCU_DTYPE the input dtype (bf16).
+  say "ncu cublas source ($MKG_NCU_BENCH, ${MKG_NCU_DTYPE:-bf16})"
+  timeout 300 ncu --clock-control none -k "regex:^(sm90_|nvjet|cutlass)" --launch-skip 2 --launch-count 1 \
+    --set full --import-source yes -f -o /tmp/ncu_cub "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" \
+    ${MKG_NCU_BENCH:-} --dtype "${MKG_NCU_DTYPE:-bf16}" --out /tmp/ncu_bench4.json >"$out/ncu_cublas_src.txt" 2>&1
+  say "ncu cublas source rc=$?"
+  ncu -i /tmp/ncu_cub.ncu-rep --page details >>"$out/ncu_cublas_src.txt" 2>&1
+  ncu -i /tmp/ncu_cub.ncu-rep --page source --csv --print-source sass >/tmp/ncu_cub.csv 2>&1
+  python3 "$root/tools/ncu_source_summary.py" /tmp/ncu_cub.csv 30 0.3 >>"$out/ncu_cublas_src.txt" 2>&1
+  grep -E "^  [a-zA-Z_0-9]+.*\(|Duration|Cluster Size|Grid Size|Block Size|Registers|Dynamic Shared" \
+    "$out/ncu_cublas_src.txt" | head -12 | tee -a "$log"
 fi
 if has ncustall; then
   # Sampled warp-stall reasons (no-instruction, long/short scoreboard, barrier, ...) of one launch of our

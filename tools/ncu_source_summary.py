@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""ncu_source_summary.py CSV [TOP] - condenses `ncu -i REP --page source --csv --print-source sass`.
+"""ncu_source_summary.py CSV [TOP [LOOP]] - condenses `ncu -i REP --page source --csv --print-source sass`.
 
 Prints the warp-stall samples per SASS opcode and the TOP instructions by samples, so a
 profile of one kernel fits in a log (where do the warps wait: full/empty barriers,
-epilogue barriers, wgmma waits, TMA store waits).
+epilogue barriers, wgmma waits, TMA store waits). With LOOP (a fraction, e.g. 0.5), also every
+instruction executed at least LOOP times as often as the most executed one, in address order: the
+kernel's hot loop (what another library's mainloop issues per K tile).
 """
 import csv
 import re
@@ -21,6 +23,7 @@ def num(s):
 def main():
     path = sys.argv[1]
     top = int(sys.argv[2]) if len(sys.argv) > 2 else 45
+    loop = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
     with open(path, newline="") as f:
         lines = [l for l in f if l.strip()]
     # The CSV may carry a preamble (==PROF== lines, kernel headers); start at the header row.
@@ -49,6 +52,13 @@ def main():
     for r in sorted(rows, key=lambda r: -num(r[samp]))[:top]:
         ex = r.get(execd, "") if execd else ""
         print(f"  {r.get('Address', ''):>8s} {100 * num(r[samp]) / total:6.2f}%  exec {ex:>10s}  {r.get('Source', '').strip()[:110]}")
+    if loop > 0 and execd:
+        most = max(num(r[execd]) for r in rows) or 1.0
+        hot = [r for r in rows if num(r[execd]) >= loop * most]
+        print(f"\nhot loop: {len(hot)} instructions executed >= {loop:g} x the most executed ({most:.0f}), address order")
+        for r in hot:
+            print(f"  {r.get('Address', ''):>8s} exec {r.get(execd, ''):>10s} {100 * num(r[samp]) / total:6.2f}%  "
+                  f"{r.get('Source', '').strip()[:110]}")
 
 
 if __name__ == "__main__":
