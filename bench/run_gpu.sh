@@ -151,10 +151,11 @@ fi
 if has cubsrc; then
   # cuBLASLt's kernel for one problem under --set full with source-level counters: its name, launch
   # shape, SOL, stalls and its hot loop (SASS). MKG_NCU_BENCH selects the problem (as for ncusrc),
-  # MKG_NCU_DTYPE the input dtype (bf16).
+  # MKG_NCU_DTYPE the input dtype (bf16), MKG_NCU_CUBLAS a kernel-name regex and MKG_NCU_CUBLAS_SKIP
+  # its launches to skip (the bench tries each cuBLASLt candidate once before timing the best).
   say "ncu cublas source ($MKG_NCU_BENCH, ${MKG_NCU_DTYPE:-bf16})"
-  timeout 300 ncu --clock-control none -k "regex:^(sm90_|nvjet|cutlass)" --launch-skip 2 --launch-count 1 \
-    --set full --import-source yes -f -o /tmp/ncu_cub "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" \
+  timeout 300 ncu --clock-control none -k "regex:${MKG_NCU_CUBLAS:-^(sm90_|nvjet|cutlass)}" \
+    --launch-skip "${MKG_NCU_CUBLAS_SKIP:-2}" --launch-count 1 --set full --import-source yes -f -o /tmp/ncu_cub "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" \
     ${MKG_NCU_BENCH:-} --dtype "${MKG_NCU_DTYPE:-bf16}" --out /tmp/ncu_bench4.json >"$out/ncu_cublas_src.txt" 2>&1
   say "ncu cublas source rc=$?"
   ncu -i /tmp/ncu_cub.ncu-rep --page details >>"$out/ncu_cublas_src.txt" 2>&1
