@@ -48,8 +48,8 @@ static_assert(sizeof(mkg_gemm_params) + 3 * sizeof(int) <= 4096,
     static_assert(cl == 1 || (cl <= MKG_LAUNCH_MAX_CLUSTER && !swap && split == 1 &&                   \
                               ((tn / cl) == 64 || (tn / cl) == 128)),                                   \
                   #name ": cluster rows multicast a B box of TN / CL rows (a box class), no swap, no split"); \
-    static_assert(pp == 0 || (tm == (pp == 2 ? 256 : 128) && tn <= 192 && !swap && split == 1 && cl == 1), \
-                  #name ": ping-pong rows are 128-row tiles (wide rows 256), no swap, no split, no cluster");
+    static_assert(pp == 0 || (tm == 128 && !swap && split == 1 && cl == 1),                           \
+                  #name ": ping-pong rows are 128-row tiles, no swap, no split, no cluster");
 MKG_SCHEDULE_LIST(MKG_X_CHECK)
 #undef MKG_X_CHECK
 
@@ -61,8 +61,7 @@ MKG_SCHEDULE_LIST(MKG_X_CHECK)
 // NOTE: two instantiations rather than a runtime branch: with both consumer loops in
 // one kernel ptxas serialized every wgmma (C7520), and the flat chunk loop alone
 // measured 5-18% slower than the plain one on single-chunk GEMMs.
-// PP = 1: ping-pong consumers (mkg_gemm_consume_pp), one K chunk, no split. PP = 2: wide
-// cooperative rows (TM = 256, 128 rows per warpgroup, mkg_gemm_consume_pp<..., WIDE>).
+// PP = 1: ping-pong consumers (mkg_gemm_consume_pp), one K chunk, no split.
 // OT >= 0: C is of type OT with a plain store, known at compile time (mkg_epilogue_store);
 // OT < 0: output type and epilogue kind are read from the params.
 template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CH, int CL = 1, int PP = 0, int OT = -1>
@@ -77,8 +76,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
     const mkg_gemm_params *__restrict__ p = &params;
     extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
     static_assert(CL == 1 || !CH, "cluster rows run one K chunk");
-    static_assert(!PP || (!CH && CL == 1 && !SWAP && TM == (PP == 2 ? 256 : 128)),
-                  "ping-pong and wide rows: one chunk, no cluster, no swap");
+    static_assert(!PP || (!CH && CL == 1 && !SWAP && TM == 128), "ping-pong rows: one chunk, no cluster, no swap");
     const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
     typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
     const int m = p->m;
@@ -131,7 +129,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
     } else {
         mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
         const int wg = threadIdx.x / 128 - 1;
-        if constexpr (PP == 1) {
+        if constexpr (PP) {
             // Unit i of this CTA runs on warpgroup i & 1; see mkg_gemm_consume_pp for the hand-off
             // (warpgroup w waits on barrier BAR_PP + w; every arrive has its matching wait).
             float dp[TN];                                // (128, TN): two (64, TN) halves
@@ -146,10 +144,6 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
                     mkg_gemm_skip_pp<TK, ST>(p, &ring);
                 }
             }
-        } else if constexpr (PP == 2) {
-            float dw[TN];                                // (128, TN): two (64, TN) halves
-            for (int u = first; u < units; u += stride)
-                mkg_gemm_consume_pp<DT, TM, TN, TK, ST, OT, true>(p, m, u, raster, group, &ring, &sm, wg, dw, -1, -1);
         } else {
             float d[S::WN / 2];                          // (64, WN) chunk accumulators
             float tot[CH ? S::WN / 2 : 1];               // chunk fold

@@ -10,8 +10,6 @@
  *   Y = the operand on the wgmma N side    (B, or A when SWAP), Q rows
  *   P == 128: warpgroup w takes X rows 64w .. 64w+63, all Q columns
  *   P == 64 : both take the 64 X rows, warpgroup w takes Y rows w Q/2 .. (w+1) Q/2 - 1
- *   P == 256: (PP = 2 rows, mkg_gemm_consume_pp) warpgroup w takes X rows 128w .. 128w+127 as
- *             two m64 halves, all Q columns
  *
  * Determinism (SPEC section 5): every chunk is accumulated from zero (its first
  * k16 step has scale-d = 0) in increasing k, and chunk partials are added in
@@ -126,8 +124,8 @@ template <int TM, int TN, int TK, int ST, int SWAP>
 struct mkg_shape {
     static constexpr int P = SWAP ? TN : TM;                     // MMA rows per tile
     static constexpr int Q = SWAP ? TM : TN;                     // MMA columns per tile
-    static constexpr int WN = P >= 128 ? Q : Q / 2;              // wgmma N of one consumer
-    static constexpr bool CHUNKED = WN <= MKG_CHUNKED_MAX_WN && P <= 128;   // can fold/split K chunks
+    static constexpr int WN = P == 128 ? Q : Q / 2;              // wgmma N of one consumer
+    static constexpr bool CHUNKED = WN <= MKG_CHUNKED_MAX_WN;    // can fold/split K chunks
     static constexpr uint32_t A_BYTES = TM * 128u;               // (TM, TK): 128-byte rows, 128B swizzle
     static constexpr uint32_t B_BYTES = TN * 128u;               // (TN, TK)
     static constexpr int K_STEPS = 128 / 32;                     // wgmma K steps of 32 bytes per row
@@ -142,7 +140,7 @@ struct mkg_shape {
     static constexpr int EPI_BUFS = EPI_FREE > 8 ? 8 : EPI_FREE;
     static_assert(TK == 64 || TK == 32 || TK == 128,
                   "one stage row is one 128-byte swizzle span: 64 16-bit, 32 fp32 or 128 fp8 elements");
-    static_assert(P == 64 || P == 128 || (P == 256 && !SWAP), "two consumer warpgroups cover 64, 128 or 256 MMA rows");
+    static_assert(P == 64 || P == 128, "two consumer warpgroups cover 64 or 128 MMA rows");
     static_assert(WN % 8 == 0 && WN >= 8 && WN <= 256, "wgmma N is 8..256 in steps of 8");
     static_assert(TM % 8 == 0 && TN % 8 == 0, "tiles are whole 1024-byte swizzle atoms");
     static_assert(TM <= 256 && TN <= 256, "a TMA box is at most 256 rows");
@@ -538,18 +536,14 @@ static __device__ __forceinline__ int mkg_pp_ktiles(const mkg_gemm_params *p)
 // full-barrier wait, so the next warpgroup's first wgmma queue behind this unit's last two
 // stages. Signalled after the loop's last wait_group, the tensor pipe drained at every tile
 // edge: measured +1.2% at 8192^3 bf16, +3% on K = 2048 rows, +2-6% in e4m3 (bench/NOTES.md).
-// WIDE (PP = 2 rows, TM = 256): no hand-off; both warpgroups consume every unit, warpgroup wg
-// the A rows 128 wg .. 128 wg + 127, so each releases a slot once (the empty barrier counts both).
-template <int DT, int TM, int TN, int TK, int ST, int OT = -1, bool WIDE = false>
+template <int DT, int TM, int TN, int TK, int ST, int OT = -1>
 static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params *p, int m, int unit, int raster,
                                                            int group, mkg_ring *r, const mkg_smem *sm, int wg,
                                                            float *d, int wait, int signal)
 {
     typedef mkg_shape<TM, TN, TK, ST, 0> S;
     constexpr int H = TN / 2;                                     // accumulators per m64 half
-    static_assert(TM == (WIDE ? 256 : 128) && S::WN == TN, "ping-pong rows: 128-row tiles, one warpgroup per tile; "
-                                                           "wide rows: 256-row tiles, 128 rows per warpgroup");
-    const uint32_t xoff = WIDE ? 128u * 128u * (uint32_t)wg : 0u;  // this warpgroup's A rows in a stage
+    static_assert(TM == 128 && S::WN == TN, "ping-pong rows: 128-row tiles, one warpgroup per tile");
     static_assert(TK * mkg_dtype_bytes<DT>() == 128, "a stage row is 128 bytes of the input dtype");
     const mkg_unit u = mkg_unit_of<TM, TN, TK, 1, true>(p, m, unit, raster, group, 1);   // one chunk
     const bool releaser = (threadIdx.x & 127) == 0;
@@ -566,8 +560,8 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
         if (kt == ke - 1 && signal >= 0)
             mkg_bar_arrive(signal, 256);                          // every K tile of this unit has landed
         const uint32_t stage = sm->ring + s * S::STAGE_BYTES;
-        const uint64_t dx0 = mkg_wgmma_desc_sw128(stage + xoff);
-        const uint64_t dx1 = mkg_wgmma_desc_sw128(stage + xoff + 64u * 128u);
+        const uint64_t dx0 = mkg_wgmma_desc_sw128(stage);
+        const uint64_t dx1 = mkg_wgmma_desc_sw128(stage + 64u * 128u);
         const uint64_t dy = mkg_wgmma_desc_sw128(stage + S::A_BYTES);
         mkg_wgmma_fence();
 #pragma unroll
@@ -582,8 +576,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
             mkg_wgmma_wait_group<1>();
             if (releaser) {
                 mkg_ring_release<1>(sm, prev);
-                if constexpr (!WIDE)
-                    mkg_ring_release<1>(sm, prev);
+                mkg_ring_release<1>(sm, prev);
             }
         }
         prev = s;
@@ -595,10 +588,9 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
         mkg_fence_operand(d[i]);
     if (releaser) {
         mkg_ring_release<1>(sm, prev);
-        if constexpr (!WIDE)
-            mkg_ring_release<1>(sm, prev);
+        mkg_ring_release<1>(sm, prev);
     }
-    const int x0 = u.t.m * TM + (WIDE ? 128 * wg : 0), y0 = u.t.n * TN;
+    const int x0 = u.t.m * TM, y0 = u.t.n * TN;
     mkg_apply_input_scale<DT, TN>(p, d);
     mkg_epilogue_store<TN, 0, S::EPI_BUFS, OT>(p, m, d, x0, y0, r, sm->ring + S::EPI_OFF, wg);
     mkg_epilogue_store<TN, 0, S::EPI_BUFS, OT>(p, m, d + H, x0 + 64, y0, r, sm->ring + S::EPI_OFF, wg);

@@ -86,5 +86,5 @@ int mkg_schedule_wgmma_n(int s)
         return 0;
     const int p = i->swap_ab ? i->tile_n : i->tile_m;
     const int q = i->swap_ab ? i->tile_m : i->tile_n;
-    return p >= 128 ? q : q / 2;
+    return p == 128 ? q : q / 2;
 }

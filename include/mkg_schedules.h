@@ -25,9 +25,6 @@
  *           cooperative rows, PP = 0, split each tile between the two and idle the tensor
  *           cores through every epilogue). Shipped kernel only, one K chunk, no swap,
  *           no split, no cluster.
- *           2 (wide, name suffix _wc): cooperative 256-row tiles, each consumer warpgroup
- *           128 rows as two m64 halves on the same B (cuBLASLt's 256x128 shape). Same
- *           restrictions as PP = 1.
  *
  * Launch-wide properties, shared by every row compiled into one kernel, are the
  * MKG_LAUNCH_* constants below; device code static_asserts each row against them.
@@ -73,9 +70,7 @@ extern "C" {
     X(m8n128k64_s11_swap_rn_g8,        8, 128, 64,11, MKG_RASTER_N,  8,    1,    1,  1,  0) \
     X(m128n192k64_s4_rm_g16_pp,      128, 192, 64, 4, MKG_RASTER_M, 16,    0,    1,  1,  1) \
     X(m16n64k64_s16_swap_rn_g8,       16,  64, 64,16, MKG_RASTER_N,  8,    1,    1,  1,  0) \
-    X(m16n64k64_s16_swap_rn_g8_sk8,   16,  64, 64,16, MKG_RASTER_N,  8,    1,    8,  1,  0) \
-    X(m256n128k64_s4_rm_g8_wc,       256, 128, 64, 4, MKG_RASTER_M,  8,    0,    1,  1,  2) \
-    X(m256n128k64_s4_rn_g8_wc,       256, 128, 64, 4, MKG_RASTER_N,  8,    0,    1,  1,  2)
+    X(m16n64k64_s16_swap_rn_g8_sk8,   16,  64, 64,16, MKG_RASTER_N,  8,    1,    8,  1,  0)
 
 typedef enum mkg_schedule {
 #define MKG_X_ENUM(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) MKG_SCHED_##name,
@@ -104,7 +99,7 @@ typedef struct mkg_schedule_info {
     int tile_m, tile_n, tile_k, stages;
     int raster, group, swap_ab, split;
     int cluster;        /* CTAs per cluster (CL column) */
-    int pingpong;       /* PP column: 1 ping-pong consumers, 2 wide cooperative (TM = 256) */
+    int pingpong;       /* 1: ping-pong consumers (PP column) */
 } mkg_schedule_info;
 
 /** Metadata of schedule s, or NULL when s is not a table row. */

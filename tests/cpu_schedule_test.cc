@@ -31,7 +31,7 @@ TEST(Schedules, NameSpellsOutTheParameters)
                            std::to_string(i->tile_k) + "_s" + std::to_string(i->stages) +
                            (i->swap_ab ? "_swap" : "") + (i->raster == MKG_RASTER_M ? "_rm" : "_rn") + "_g" +
                            std::to_string(i->group) + (i->split > 1 ? "_sk" + std::to_string(i->split) : "") +
-                           (i->cluster > 1 ? "_c" + std::to_string(i->cluster) : "") + (i->pingpong == 1 ? "_pp" : i->pingpong == 2 ? "_wc" : "");
+                           (i->cluster > 1 ? "_c" + std::to_string(i->cluster) : "") + (i->pingpong ? "_pp" : "");
         EXPECT_EQ(want, i->name);
     }
 }
@@ -48,7 +48,7 @@ TEST(Schedules, EveryRowFitsTheLaunchShape)
         EXPECT_GE(mkg_box_class(i->tile_m), 0) << i->name;
         EXPECT_GE(mkg_box_class(i->tile_n), 0) << i->name;
         const int p = i->swap_ab ? i->tile_n : i->tile_m;
-        EXPECT_TRUE(p == 64 || p == 128 || (p == 256 && i->pingpong == 2)) << i->name;
+        EXPECT_TRUE(p == 64 || p == 128) << i->name;
         if (i->split > 1)
             EXPECT_LE(mkg_schedule_wgmma_n(s), MKG_CHUNKED_MAX_WN) << i->name << ": a split row must handle chunks";
         EXPECT_GE(i->cluster, 1) << i->name;
@@ -59,9 +59,9 @@ TEST(Schedules, EveryRowFitsTheLaunchShape)
             EXPECT_EQ(i->tile_n % (8 * i->cluster), 0) << i->name << ": each CTA multicasts whole swizzle atoms";
             EXPECT_GE(mkg_box_class(i->tile_n / i->cluster), 0) << i->name << ": B box of TN / CL rows";
         }
-        EXPECT_TRUE(i->pingpong >= 0 && i->pingpong <= 2) << i->name;
+        EXPECT_TRUE(i->pingpong == 0 || i->pingpong == 1) << i->name;
         if (i->pingpong) {
-            EXPECT_EQ(i->tile_m, i->pingpong == 2 ? 256 : 128) << i->name << ": a warpgroup covers two m64 halves";
+            EXPECT_EQ(i->tile_m, 128) << i->name << ": a ping-pong warpgroup covers both m64 halves";
             EXPECT_EQ(i->swap_ab, 0) << i->name;
             EXPECT_EQ(i->split, 1) << i->name;
             EXPECT_EQ(i->cluster, 1) << i->name;
