@@ -256,6 +256,17 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
         const uint32_t full = sm->full + 8u * s;
         const uint32_t stage = sm->ring + s * S::STAGE_BYTES;
         mkg_mbarrier_arrive_expect_tx(full, S::STAGE_BYTES);
+        if constexpr (ONE && CL == 1 && !SWAP) {
+            // v43: the operand a raster band shares (A along M, B along N) stays in L2; the
+            // streamed one goes first.
+            const uint64_t keep = mkg_l2_policy_evict_last(), stream = mkg_l2_policy_evict_first();
+            mkg_tma_load_2d_hint(stage, map_a, full, kt * TK, u.t.m * TM, raster == MKG_RASTER_M ? keep : stream);
+            mkg_tma_load_2d_hint(stage + S::A_BYTES, map_b, full, kt * TK, u.t.n * TN,
+                                 raster == MKG_RASTER_M ? stream : keep);
+            MKG_PROBE_STAGE(1, kt - kt0);
+            mkg_ring_advance<ST>(r);
+            continue;
+        }
         mkg_tma_load_2d(stage, map_a, full, kt * TK, u.t.m * TM);
         if constexpr (CL > 1)
             mkg_tma_load_2d_multicast(stage + S::A_BYTES + rank * (TN / CL) * 128u, map_b, full, kt * TK,

@@ -70,12 +70,7 @@ extern "C" {
     X(m8n128k64_s11_swap_rn_g8,        8, 128, 64,11, MKG_RASTER_N,  8,    1,    1,  1,  0) \
     X(m128n192k64_s4_rm_g16_pp,      128, 192, 64, 4, MKG_RASTER_M, 16,    0,    1,  1,  1) \
     X(m16n64k64_s16_swap_rn_g8,       16,  64, 64,16, MKG_RASTER_N,  8,    1,    1,  1,  0) \
-    X(m16n64k64_s16_swap_rn_g8_sk8,   16,  64, 64,16, MKG_RASTER_N,  8,    1,    8,  1,  0) \
-    X(m128n192k64_s4_rm_g12_pp,      128, 192, 64, 4, MKG_RASTER_M, 12,    0,    1,  1,  1) \
-    X(m128n192k64_s4_rm_g24_pp,      128, 192, 64, 4, MKG_RASTER_M, 24,    0,    1,  1,  1) \
-    X(m128n192k64_s4_rm_g32_pp,      128, 192, 64, 4, MKG_RASTER_M, 32,    0,    1,  1,  1) \
-    X(m128n192k64_s4_rn_g8_pp,       128, 192, 64, 4, MKG_RASTER_N,  8,    0,    1,  1,  1) \
-    X(m128n192k64_s4_rn_g16_pp,      128, 192, 64, 4, MKG_RASTER_N, 16,    0,    1,  1,  1)
+    X(m16n64k64_s16_swap_rn_g8_sk8,   16,  64, 64,16, MKG_RASTER_N,  8,    1,    8,  1,  0)
 
 typedef enum mkg_schedule {
 #define MKG_X_ENUM(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) MKG_SCHED_##name,
