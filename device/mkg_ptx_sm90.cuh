@@ -126,6 +126,12 @@ static __device__ __forceinline__ uint64_t mkg_l2_policy_evict_last(void)
     asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
     return p;
 }
+static __device__ __forceinline__ uint64_t mkg_l2_policy_evict_normal(void)
+{
+    uint64_t p;
+    asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(p));
+    return p;
+}
 static __device__ __forceinline__ uint64_t mkg_l2_policy_evict_first(void)
 {
     uint64_t p;
