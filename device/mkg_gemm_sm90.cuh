@@ -120,8 +120,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
                     mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, CL, !CH>(p, m, u, raster, group, split, &ring, &sm,
                                                                          0);
                 else
-                    mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP, !CH, (PP >= 3 ? PP - 2 : 0)>(p, m, u, raster, group,
-                                                                                         split, &ring, &sm);
+                    mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP, !CH>(p, m, u, raster, group, split, &ring, &sm);
                 if (u == first)
                     mkg_prefetch_tensormap(map_c);
             }
@@ -130,7 +129,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
     } else {
         mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
         const int wg = threadIdx.x / 128 - 1;
-        if constexpr (PP == 1 || PP >= 3) {
+        if constexpr (PP) {
             // Unit i of this CTA runs on warpgroup i & 1; see mkg_gemm_consume_pp for the hand-off
             // (warpgroup w waits on barrier BAR_PP + w; every arrive has its matching wait).
             float dp[TN];                                // (128, TN): two (64, TN) halves

@@ -231,7 +231,7 @@ static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_pa
 // The rest of a unit's loads after `pre` B-only stages (pre = 0: the whole unit).
 // CL > 1: this CTA loads its own A and the rank-th 1/CL of the B tile, multicast to
 // every CTA of the cluster; each CTA's full barrier still expects a whole stage.
-template <int TM, int TN, int TK, int ST, int SWAP, int CL = 1, bool ONE = false, int HINT = 0>
+template <int TM, int TN, int TK, int ST, int SWAP, int CL = 1, bool ONE = false>
 static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_params *p, int m, int unit, int raster,
                                                              int group, int split, mkg_ring *r, const mkg_smem *sm,
                                                              int pre)
@@ -256,18 +256,6 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
         const uint32_t full = sm->full + 8u * s;
         const uint32_t stage = sm->ring + s * S::STAGE_BYTES;
         mkg_mbarrier_arrive_expect_tx(full, S::STAGE_BYTES);
-        if constexpr (HINT > 0 && CL == 1 && !SWAP) {
-            // v43 (experiment): HINT 1: the streamed operand (B along M, A along N) evict_first;
-            // HINT 2: and the band-shared one evict_last.
-            const uint64_t stream = mkg_l2_policy_evict_first();
-            const uint64_t keep = HINT == 2 ? mkg_l2_policy_evict_last() : mkg_l2_policy_evict_normal();
-            mkg_tma_load_2d_hint(stage, map_a, full, kt * TK, u.t.m * TM, raster == MKG_RASTER_M ? keep : stream);
-            mkg_tma_load_2d_hint(stage + S::A_BYTES, map_b, full, kt * TK, u.t.n * TN,
-                                 raster == MKG_RASTER_M ? stream : keep);
-            MKG_PROBE_STAGE(1, kt - kt0);
-            mkg_ring_advance<ST>(r);
-            continue;
-        }
         mkg_tma_load_2d(stage, map_a, full, kt * TK, u.t.m * TM);
         if constexpr (CL > 1)
             mkg_tma_load_2d_multicast(stage + S::A_BYTES + rank * (TN / CL) * 128u, map_b, full, kt * TK,
@@ -289,7 +277,7 @@ static __device__ __forceinline__ void mkg_gemm_wait_a_rows(const mkg_gemm_param
 }
 
 // All TMA loads of one unit (with the dependency split when p->deps.wait is set).
-template <int TM, int TN, int TK, int ST, int SWAP, bool ONE = false, int HINT = 0>
+template <int TM, int TN, int TK, int ST, int SWAP, bool ONE = false>
 static __device__ __forceinline__ void mkg_gemm_produce_unit(const mkg_gemm_params *p, int m, int unit,
                                                              int raster, int group, int split, mkg_ring *r,
                                                              const mkg_smem *sm)
@@ -301,7 +289,7 @@ static __device__ __forceinline__ void mkg_gemm_produce_unit(const mkg_gemm_para
                                                                   &row1);
         mkg_gemm_wait_a_rows(p, m, row0, row1);
     }
-    mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, 1, ONE, HINT>(p, m, unit, raster, group, split, r, sm, pre);
+    mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, 1, ONE>(p, m, unit, raster, group, split, r, sm, pre);
 }
 
 // ---- consumers: 2 warpgroups, wg = 0 or 1 -------------------------------------------

@@ -110,35 +110,6 @@ static __device__ __forceinline__ void mkg_tma_load_2d(uint32_t dst, const CUten
                  ::"r"(dst), "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
 
-// As mkg_tma_load_2d, with an L2 cache policy (mkg_l2_policy_*).
-static __device__ __forceinline__ void mkg_tma_load_2d_hint(uint32_t dst, const CUtensorMap *map, uint32_t bar,
-                                                            int c0, int c1, uint64_t policy)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
-                 " [%0], [%1, {%2, %3}], [%4], %5;"
-                 ::"r"(dst), "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(bar), "l"(policy) : "memory");
-}
-
-// L2 cache policies for the hinted loads (PTX ISA 9.7.9.17, createpolicy).
-static __device__ __forceinline__ uint64_t mkg_l2_policy_evict_last(void)
-{
-    uint64_t p;
-    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
-    return p;
-}
-static __device__ __forceinline__ uint64_t mkg_l2_policy_evict_normal(void)
-{
-    uint64_t p;
-    asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(p));
-    return p;
-}
-static __device__ __forceinline__ uint64_t mkg_l2_policy_evict_first(void)
-{
-    uint64_t p;
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-    return p;
-}
-
 // As mkg_tma_load_2d, but the box lands at the same offset dst in every CTA of the
 // cluster named in cta_mask, completing its bytes on the barrier at offset bar in each.
 static __device__ __forceinline__ void mkg_tma_load_2d_multicast(uint32_t dst, const CUtensorMap *map,

@@ -70,11 +70,7 @@ extern "C" {
     X(m8n128k64_s11_swap_rn_g8,        8, 128, 64,11, MKG_RASTER_N,  8,    1,    1,  1,  0) \
     X(m128n192k64_s4_rm_g16_pp,      128, 192, 64, 4, MKG_RASTER_M, 16,    0,    1,  1,  1) \
     X(m16n64k64_s16_swap_rn_g8,       16,  64, 64,16, MKG_RASTER_N,  8,    1,    1,  1,  0) \
-    X(m16n64k64_s16_swap_rn_g8_sk8,   16,  64, 64,16, MKG_RASTER_N,  8,    1,    8,  1,  0) \
-    X(m128n192k64_s4_rm_g16_pp_h1,   128, 192, 64, 4, MKG_RASTER_M, 16,    0,    1,  1,  3) \
-    X(m128n192k64_s4_rm_g16_pp_h2,   128, 192, 64, 4, MKG_RASTER_M, 16,    0,    1,  1,  4) \
-    X(m128n128k64_s6_rm_g8_pp_h1,    128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1,  1,  3) \
-    X(m128n128k64_s6_rm_g8_pp_h2,    128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1,  1,  4)
+    X(m16n64k64_s16_swap_rn_g8_sk8,   16,  64, 64,16, MKG_RASTER_N,  8,    1,    8,  1,  0)
 
 typedef enum mkg_schedule {
 #define MKG_X_ENUM(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) MKG_SCHED_##name,
