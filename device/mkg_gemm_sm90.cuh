@@ -46,10 +46,10 @@ static_assert(sizeof(mkg_gemm_params) + 3 * sizeof(int) <= 4096,
 #define MKG_X_CHECK(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                               \
     static_assert(sizeof(mkg_shape<tm, tn, tk, st, swap>) > 0, #name);                                 \
     static_assert(cl == 1 || (cl <= MKG_LAUNCH_MAX_CLUSTER && !swap && split == 1 &&                   \
-                              ((tn / cl) == 64 || (tn / cl) == 96 || (tn / cl) == 128)),                \
+                              ((tn / cl) == 64 || (tn / cl) == 128)),                                   \
                   #name ": cluster rows multicast a B box of TN / CL rows (a box class), no swap, no split"); \
-    static_assert(pp == 0 || (tm == 128 && !swap && split == 1),                                       \
-                  #name ": ping-pong rows are 128-row tiles, no swap, no split");
+    static_assert(pp == 0 || (tm == 128 && !swap && split == 1 && cl == 1),                           \
+                  #name ": ping-pong rows are 128-row tiles, no swap, no split, no cluster");
 MKG_SCHEDULE_LIST(MKG_X_CHECK)
 #undef MKG_X_CHECK
 
@@ -61,8 +61,7 @@ MKG_SCHEDULE_LIST(MKG_X_CHECK)
 // NOTE: two instantiations rather than a runtime branch: with both consumer loops in
 // one kernel ptxas serialized every wgmma (C7520), and the flat chunk loop alone
 // measured 5-18% slower than the plain one on single-chunk GEMMs.
-// PP = 1: ping-pong consumers (mkg_gemm_consume_pp), one K chunk, no split; with CL = 2 the two
-// CTAs of a cluster run their units in step (the same unit count, the same warpgroup alternation).
+// PP = 1: ping-pong consumers (mkg_gemm_consume_pp), one K chunk, no split.
 // OT >= 0: C is of type OT with a plain store, known at compile time (mkg_epilogue_store);
 // OT < 0: output type and epilogue kind are read from the params.
 template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CH, int CL = 1, int PP = 0, int OT = -1>
@@ -77,7 +76,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
     const mkg_gemm_params *__restrict__ p = &params;
     extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
     static_assert(CL == 1 || !CH, "cluster rows run one K chunk");
-    static_assert(!PP || (!CH && !SWAP && TM == 128), "ping-pong rows: one chunk, no swap");
+    static_assert(!PP || (!CH && CL == 1 && !SWAP && TM == 128), "ping-pong rows: one chunk, no cluster, no swap");
     const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
     typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
     const int m = p->m;
@@ -138,7 +137,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
             int i = 0;
             for (int u = first; u < units; u += stride, ++i) {
                 if ((i & 1) == wg) {
-                    mkg_gemm_consume_pp<DT, TM, TN, TK, ST, OT, CL>(
+                    mkg_gemm_consume_pp<DT, TM, TN, TK, ST, OT>(
                         p, m, u, raster, group, &ring, &sm, wg, dp, i > 0 ? MKG_LAUNCH_BAR_PP + wg : -1,
                         i + 1 < mine ? MKG_LAUNCH_BAR_PP + (1 - wg) : -1);
                 } else {

@@ -536,9 +536,7 @@ static __device__ __forceinline__ int mkg_pp_ktiles(const mkg_gemm_params *p)
 // full-barrier wait, so the next warpgroup's first wgmma queue behind this unit's last two
 // stages. Signalled after the loop's last wait_group, the tensor pipe drained at every tile
 // edge: measured +1.2% at 8192^3 bf16, +3% on K = 2048 rows, +2-6% in e4m3 (bench/NOTES.md).
-// CL > 1: a cluster row (B multicast, mkg_gemm_produce_rest): slots are released in every CTA
-// of the cluster, and the odd last tile row of a cluster is computed but not stored.
-template <int DT, int TM, int TN, int TK, int ST, int OT = -1, int CL = 1>
+template <int DT, int TM, int TN, int TK, int ST, int OT = -1>
 static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params *p, int m, int unit, int raster,
                                                            int group, mkg_ring *r, const mkg_smem *sm, int wg,
                                                            float *d, int wait, int signal)
@@ -547,8 +545,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
     constexpr int H = TN / 2;                                     // accumulators per m64 half
     static_assert(TM == 128 && S::WN == TN, "ping-pong rows: 128-row tiles, one warpgroup per tile");
     static_assert(TK * mkg_dtype_bytes<DT>() == 128, "a stage row is 128 bytes of the input dtype");
-    const mkg_unit u = mkg_unit_of<TM, TN, TK, CL, true>(p, m, unit, raster, group, 1,
-                                                         CL > 1 ? mkg_cluster_ctarank() : 0u);   // one chunk
+    const mkg_unit u = mkg_unit_of<TM, TN, TK, 1, true>(p, m, unit, raster, group, 1);   // one chunk
     const bool releaser = (threadIdx.x & 127) == 0;
     const int ke = mkg_pp_ktiles<TK>(p);
 #pragma unroll
@@ -578,8 +575,8 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
         if (kt > 0) {
             mkg_wgmma_wait_group<1>();
             if (releaser) {
-                mkg_ring_release<CL>(sm, prev);
-                mkg_ring_release<CL>(sm, prev);
+                mkg_ring_release<1>(sm, prev);
+                mkg_ring_release<1>(sm, prev);
             }
         }
         prev = s;
@@ -590,12 +587,10 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
     for (int i = 0; i < TN; ++i)
         mkg_fence_operand(d[i]);
     if (releaser) {
-        mkg_ring_release<CL>(sm, prev);
-        mkg_ring_release<CL>(sm, prev);
+        mkg_ring_release<1>(sm, prev);
+        mkg_ring_release<1>(sm, prev);
     }
     const int x0 = u.t.m * TM, y0 = u.t.n * TN;
-    if (CL > 1 && x0 >= m)
-        return;                                       // the odd last tile row of a cluster: nothing to store
     mkg_apply_input_scale<DT, TN>(p, d);
     mkg_epilogue_store<TN, 0, S::EPI_BUFS, OT>(p, m, d, x0, y0, r, sm->ring + S::EPI_OFF, wg);
     mkg_epilogue_store<TN, 0, S::EPI_BUFS, OT>(p, m, d + H, x0 + 64, y0, r, sm->ring + S::EPI_OFF, wg);
