@@ -1103,11 +1103,11 @@ static void mkg_bench_mean_print(const char *what, const mkg_bench_mean *g)
 
 void mkg_bench_print_summary(const mkg_bench_row *rows, int count, mkg_dtype dt)
 {
-    mkg_bench_mean big, big_oracle, big_tuned, all, pick, tuned_pick, big_pdl, small_oracle, small_pdl;
+    mkg_bench_mean big, big_oracle, big_tuned, all, pick, pick_same, tuned_pick, big_pdl, small_oracle, small_pdl;
     const mkg_bench_row *square = NULL;
     int seen = 0, differ = 0;
     memset(&big, 0, sizeof big);
-    big_oracle = big_tuned = all = pick = tuned_pick = big_pdl = small_oracle = small_pdl = big;
+    big_oracle = big_tuned = all = pick = pick_same = tuned_pick = big_pdl = small_oracle = small_pdl = big;
     int pdl_differ = 0;
     for (int i = 0; i < count; ++i) {
         const mkg_bench_row *r = &rows[i];
@@ -1120,6 +1120,10 @@ void mkg_bench_print_summary(const mkg_bench_row *rows, int count, mkg_dtype dt)
             square = r;
         mkg_bench_mean_add(&all, mkg_bench_ratio(r), r);
         mkg_bench_mean_add(&pick, r->oracle_us / r->mkg_us, r);
+        /* The pick alone: its own time in the shipped kernel, the oracle's kernel. */
+        if (r->schedule >= 0 && r->schedule < MKG_SCHED_COUNT && r->eligible[r->schedule] &&
+            r->sched_us[r->schedule] > 0)
+            mkg_bench_mean_add(&pick_same, r->oracle_us / r->sched_us[r->schedule], r);
         if (r->tuned)
             mkg_bench_mean_add(&tuned_pick, r->oracle_us / r->tuned_us, r);
         if (r->m < 512) {
@@ -1160,6 +1164,9 @@ void mkg_bench_print_summary(const mkg_bench_row *rows, int count, mkg_dtype dt)
     else
         printf("  square_8192: not run\n");
     mkg_bench_mean_print("cost-model pick vs oracle, all rows (oracle_us / mkg_us)", &pick);
+    if (pick_same.count > 0)
+        mkg_bench_mean_print("cost-model pick vs oracle, same kernel (oracle_us / the pick's shipped-kernel us)",
+                             &pick_same);
     if (tuned_pick.count > 0)
         mkg_bench_mean_print("tuned pick vs oracle, all rows (oracle_us / tuned_us)", &tuned_pick);
     if (differ > 0)
