@@ -27,25 +27,26 @@
 mkg_cost_model mkg_cost_model_h200(void)
 {
     /* NOTE: fitted to the per-schedule times of bench/results/gemm_{bf16,fp16}.json
-     * (every public shape, every eligible schedule) by tools/calibrate_cost_model.py;
-     * bench/NOTES.md records the fit and the pick-vs-oracle result. */
+     * (every public shape, every eligible schedule; refit in session 14 on df5dbae's run)
+     * by tools/calibrate_cost_model.py; bench/NOTES.md records the fit and the
+     * pick-vs-oracle result. */
     mkg_cost_model cm;
-    cm.sm_tflops = 7.255;
-    cm.dram_tbps = 3.534;
-    cm.l2_tbps = 12.413;
+    cm.sm_tflops = 7.309;
+    cm.dram_tbps = 4.024;
+    cm.l2_tbps = 12.620;
     cm.l2_mb = 40.0;            /* not fitted: the H200's 50 MB L2 less what C and other data hold */
-    cm.mem_latency_us = 1.403;
+    cm.mem_latency_us = 1.219;
     cm.launch_us = 1.000;
-    cm.unit_us = 1.878;
-    cm.epi_gbps = 50.352;
-    cm.eff_p64 = 0.990;
-    cm.eff_wn[0] = 0.905;       /* wgmma N >= 256 */
-    cm.eff_wn[1] = 0.906;       /* 192 */
-    cm.eff_wn[2] = 0.965;       /* 128 */
-    cm.eff_wn[3] = 0.567;       /* 64 */
-    cm.eff_wn[4] = 0.372;       /* <= 32 */
+    cm.unit_us = 1.690;
+    cm.epi_gbps = 60.821;
+    cm.eff_p64 = 1.000;
+    cm.eff_wn[0] = 0.900;       /* wgmma N >= 256 */
+    cm.eff_wn[1] = 0.911;       /* 192 */
+    cm.eff_wn[2] = 0.989;       /* 128 */
+    cm.eff_wn[3] = 0.637;       /* 64 */
+    cm.eff_wn[4] = 0.495;       /* <= 32 */
     cm.split_us = 0.500;        /* not identified by the data: invariant-mode runs never split */
-    cm.overlap_p = 1.975;
+    cm.overlap_p = 1.632;
     return cm;
 }
 
