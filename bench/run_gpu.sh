@@ -128,41 +128,41 @@ if has ncu; then
   done
   grep -E "^  [a-z_0-9]+.*\(|tensor_op|lts__t|dram__bytes|duration|grid_size|warps_active" "$out/ncu.txt" | head -60 | tee -a "$log"
 fi
+# One launch of the kernels matching regex $1 (mangled names), after skipping $2 of them, under
+# --set full with source counters, for the problem MKG_NCU_BENCH selects in MKG_NCU_DTYPE (bf16):
+# details and the tools/ncu_source_summary.py condensation (arguments $4...) into OUTDIR/$3.
+ncu_source() {
+  local kre=$1 skip=$2 file=$out/$3 rep=/tmp/ncu_${3%.txt}
+  shift 3
+  timeout 300 ncu --clock-control none --kernel-name-base mangled -k "regex:$kre" --launch-skip "$skip" \
+    --launch-count 1 --set full --import-source yes -f -o "$rep" "$build"/bench/mkg_bench_gemm \
+    --shapes "$root/bench/shapes.csv" ${MKG_NCU_BENCH:-} --dtype "${MKG_NCU_DTYPE:-bf16}" \
+    --out "$rep.json" >"$file" 2>&1
+  say "ncu $kre rc=$?"
+  ncu -i "$rep.ncu-rep" --page details >>"$file" 2>&1
+  ncu -i "$rep.ncu-rep" --page source --csv --print-source sass >"$rep.csv" 2>&1
+  python3 "$root/tools/ncu_source_summary.py" "$rep.csv" "$@" >>"$file" 2>&1
+}
 if has ncusrc; then
-  # One launch of one kernel under --set full with source-level stall sampling, condensed by
-  # tools/ncu_source_summary.py; then cuBLASLt's kernel for the same problem (name, SOL, stalls).
+  # Our kernel, then cuBLASLt's for the same problem (name, SOL, stalls).
   #   MKG_NCU_BENCH  mkg_bench_gemm arguments that select the problem (e.g. "--only X --min-m 4096 --max-m 4096")
   #   MKG_NCU_KERNEL mangled-name regex of our kernel; MKG_NCU_SKIP launches of it to skip first;
   #   MKG_NCU_DTYPE the input dtype (bf16)
   say "ncu source ($MKG_NCU_BENCH)"
-  timeout 300 ncu --clock-control none --kernel-name-base mangled -k "regex:${MKG_NCU_KERNEL:-mkg_gemm_persistent}" \
-    --launch-skip "${MKG_NCU_SKIP:-3}" --launch-count 1 --set full --import-source yes -f -o /tmp/ncu_mk \
-    "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" ${MKG_NCU_BENCH:-} --dtype "${MKG_NCU_DTYPE:-bf16}" \
-    --out /tmp/ncu_bench.json >"$out/ncu_src.txt" 2>&1
-  say "ncu mkgemm rc=$?"
-  ncu -i /tmp/ncu_mk.ncu-rep --page details >>"$out/ncu_src.txt" 2>&1
-  ncu -i /tmp/ncu_mk.ncu-rep --page source --csv --print-source sass >/tmp/ncu_src.csv 2>&1
-  python3 "$root/tools/ncu_source_summary.py" /tmp/ncu_src.csv >>"$out/ncu_src.txt" 2>&1
+  ncu_source "${MKG_NCU_KERNEL:-mkg_gemm_persistent}" "${MKG_NCU_SKIP:-3}" ncu_src.txt
   timeout 300 ncu --clock-control none -k "regex:^(sm90_|nvjet|cutlass)" --launch-skip 2 --launch-count 1 \
     --section SpeedOfLight --section WarpStateStats --section LaunchStats --section Occupancy \
     --section MemoryWorkloadAnalysis "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" \
-    ${MKG_NCU_BENCH:-} --dtype bf16 --out /tmp/ncu_bench2.json >"$out/ncu_cublas.txt" 2>&1
+    ${MKG_NCU_BENCH:-} --dtype "${MKG_NCU_DTYPE:-bf16}" --out /tmp/ncu_bench2.json >"$out/ncu_cublas.txt" 2>&1
   say "ncu cublas rc=$?"
   grep -E "^  [a-zA-Z_0-9]+.*\(|Duration|Throughput|Stall|Warp Cycles" "$out/ncu_cublas.txt" | head -30 | tee -a "$log"
 fi
 if has cubsrc; then
-  # cuBLASLt's kernel for one problem under --set full with source-level counters: its name, launch
-  # shape, SOL, stalls and its hot loop (SASS). MKG_NCU_BENCH selects the problem (as for ncusrc),
-  # MKG_NCU_DTYPE the input dtype (bf16), MKG_NCU_CUBLAS a kernel-name regex and MKG_NCU_CUBLAS_SKIP
-  # its launches to skip (the bench tries each cuBLASLt candidate once before timing the best).
+  # cuBLASLt's kernel with source counters and its hot loop in SASS. MKG_NCU_CUBLAS: a kernel-name
+  # regex; MKG_NCU_CUBLAS_SKIP: its launches to skip (the bench tries each cuBLASLt candidate once
+  # before timing the best); MKG_NCU_BENCH and MKG_NCU_DTYPE as for ncusrc.
   say "ncu cublas source ($MKG_NCU_BENCH, ${MKG_NCU_DTYPE:-bf16})"
-  timeout 300 ncu --clock-control none -k "regex:${MKG_NCU_CUBLAS:-^(sm90_|nvjet|cutlass)}" \
-    --launch-skip "${MKG_NCU_CUBLAS_SKIP:-2}" --launch-count 1 --set full --import-source yes -f -o /tmp/ncu_cub "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" \
-    ${MKG_NCU_BENCH:-} --dtype "${MKG_NCU_DTYPE:-bf16}" --out /tmp/ncu_bench4.json >"$out/ncu_cublas_src.txt" 2>&1
-  say "ncu cublas source rc=$?"
-  ncu -i /tmp/ncu_cub.ncu-rep --page details >>"$out/ncu_cublas_src.txt" 2>&1
-  ncu -i /tmp/ncu_cub.ncu-rep --page source --csv --print-source sass >/tmp/ncu_cub.csv 2>&1
-  python3 "$root/tools/ncu_source_summary.py" /tmp/ncu_cub.csv 30 0.3 >>"$out/ncu_cublas_src.txt" 2>&1
+  ncu_source "${MKG_NCU_CUBLAS:-^(sm90_|nvjet|cutlass)}" "${MKG_NCU_CUBLAS_SKIP:-2}" ncu_cublas_src.txt 30 0.3
   grep -E "^  [a-zA-Z_0-9]+.*\(|Duration|Cluster Size|Grid Size|Block Size|Registers|Dynamic Shared" \
     "$out/ncu_cublas_src.txt" | head -12 | tee -a "$log"
 fi
