@@ -112,8 +112,8 @@ static __device__ __forceinline__ void mkg_dispatch_prefetch_maps(const mkg_laye
         return;
     const char *row = (const char *)(rows + layer);
     // NOTE: rows are 64-byte aligned, so the span can reach one line past the last step.
-    const size_t f0 = offsetof(mkg_layer_dev, params) + offsetof(mkg_gemm_params, c) / 128 * 128;
-    for (size_t off = f0; off < sizeof(mkg_layer_dev); off += 128)
+    for (size_t off = offsetof(mkg_layer_dev, params) + offsetof(mkg_gemm_params, c) / 128 * 128;
+         off < sizeof(mkg_layer_dev); off += 128)
         mkg_prefetch_l1(row + off);
     mkg_prefetch_l1(row + sizeof(mkg_layer_dev) - 1);
     if (m_cur)
@@ -122,22 +122,13 @@ static __device__ __forceinline__ void mkg_dispatch_prefetch_maps(const mkg_laye
     // prefetch.tensormap requests queued in the TMA unit ahead of the first loads; the
     // first load of each map then finds it in the L2 instead of DRAM. Measured the same
     // speed as the tensor-map prefetches (v36 in bench/NOTES.md).
-    // Every line of the row (and the layer's M) is also marked evict_last in the L2, after the
-    // L1 requests above: read once per launch, the row otherwise leaves the L2 with the
-    // operand streams of the launches between, and the next launch's pick and first loads
-    // wait on DRAM (v45 in bench/NOTES.md).
     static_assert(sizeof(CUtensorMap) == 128, "one tensor map per 128-byte line");
     const size_t maps0 = offsetof(mkg_layer_dev, params) + offsetof(mkg_gemm_params, a_map);
     const size_t maps1 = offsetof(mkg_layer_dev, params) + offsetof(mkg_gemm_params, c_map) +
                          MKG_C_BOX_CLASSES * sizeof(CUtensorMap);
     for (size_t off = maps0; off < maps1; off += 128)
-        mkg_prefetch_l2_keep(row + off);
-    mkg_prefetch_l2_keep(row + maps1 - 1);           // rows are 64-byte aligned: the last line
-    for (size_t off = f0; off < sizeof(mkg_layer_dev); off += 128)
-        mkg_prefetch_l2_keep(row + off);
-    mkg_prefetch_l2_keep(row + sizeof(mkg_layer_dev) - 1);
-    if (m_cur)
-        mkg_prefetch_l2_keep(m_cur + layer);
+        mkg_prefetch_l2(row + off);
+    mkg_prefetch_l2(row + maps1 - 1);                // rows are 64-byte aligned: the last line
 }
 
 // Starts `layer` for one role: picks its schedule, switches the ring to it and

@@ -171,14 +171,6 @@ static __device__ __forceinline__ void mkg_prefetch_l1(const void *p)
     asm volatile("prefetch.global.L1 [%0];" ::"l"((uint64_t)p));
 }
 
-// Brings the line holding p into the L2 and marks it evict_last (PTX ISA: prefetch,
-// .L2::evict_last), so lines read once per launch (the dispatch table: tensor maps, schedules)
-// outlive the operand streams that pass through the L2 between two launches.
-static __device__ __forceinline__ void mkg_prefetch_l2_keep(const void *p)
-{
-    asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"((uint64_t)p));
-}
-
 // ---- wgmma control (PTX ISA 9.7.15.5-9.7.15.7) --------------------------------
 
 static __device__ __forceinline__ void mkg_wgmma_fence(void)
