@@ -1,6 +1,6 @@
 /* mkg_mk_ops.cuh - the non-GEMM ops of the sample model step (mkg_model.h) as device
  * functions of a 256-thread group: RMSNorm, RoPE, decode attention over the KV cache, causal
- * prefill attention. The megakernel runs them as tasks; the reference path
+ * prefill attention (both on tensor cores, mma.sync). The megakernel runs them as tasks; the reference path
  * (mkg_reference_model.cu) wraps each in a plain kernel, so both run the same code.
  *
  * Group contract: all 256 threads call an op with their tid (0..255, tid % 32 = lane) and the
@@ -26,7 +26,7 @@
 
 /* Scratch of each op (bytes); rmsnorm needs none. */
 #define MKG_OP_DECODE_SCRATCH_BYTES 9728   /* q 1 KB + current k, v 256 B + 8 warp partials 8.5 KB */
-#define MKG_OP_PREFILL_SCRATCH_BYTES 24576 /* K, V tiles FP32 16 KB + bf16 staging 8 KB */
+#define MKG_OP_PREFILL_SCRATCH_BYTES 24704 /* q table 16 KB / two bf16 K, V tiles 16 KB, frequencies */
 
 static_assert(MKG_OP_DECODE_SCRATCH_BYTES <= 32768, "decode scratch over 32 KB");
 static_assert(MKG_OP_PREFILL_SCRATCH_BYTES <= 32768, "prefill scratch over 32 KB");
@@ -82,12 +82,23 @@ static __device__ __forceinline__ size_t mkg_op_cache_base(const mkg_model_confi
 // ---- RoPE (Llama / HF rotate-half, head_dim 64) ------------------------------------------
 
 /* cos and sin of pos * theta^(-2i/64) for pair i (< 32). */
-static __device__ __forceinline__ void mkg_op_rope_cs(int pos, int i, float theta, float *c, float *s)
+static __device__ __forceinline__ float mkg_op_rope_inv_freq(int i, float theta)
 {
-    const float inv_freq = powf(theta, -(float)(2 * i) / 64.0f);
+    return powf(theta, -(float)(2 * i) / 64.0f);
+}
+
+/* cos and sin of pos * inv_freq (inv_freq from mkg_op_rope_inv_freq: the same bits as
+ * mkg_op_rope_cs). */
+static __device__ __forceinline__ void mkg_op_rope_cs_freq(int pos, float inv_freq, float *c, float *s)
+{
     const float angle = (float)pos * inv_freq;
     *c = cosf(angle);
     *s = sinf(angle);
+}
+
+static __device__ __forceinline__ void mkg_op_rope_cs(int pos, int i, float theta, float *c, float *s)
+{
+    mkg_op_rope_cs_freq(pos, mkg_op_rope_inv_freq(i, theta), c, s);
 }
 
 /* Rotates pair (x0 = x[i], x1 = x[i + 32]): o0 = x0 c - x1 s, o1 = x1 c + x0 s. The products are
@@ -499,28 +510,56 @@ static __device__ __forceinline__ void mkg_cp_async_wait_all(void)
 
 // ---- prefill attention -------------------------------------------------------------------
 
+// ldmatrix (PTX ISA: warp-level matrix load): four 8 x 8 b16 matrices; lane l gives the row
+// address of matrix l / 8, row l % 8, and receives of matrix j (register j) row l / 4, columns
+// 2 (l % 4), + 1 (.trans: rows 2 (l % 4), + 1 of column l / 4).
+static __device__ __forceinline__ void mkg_op_ldmatrix_x4(uint32_t r[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr)
+                 : "memory");
+}
+
+static __device__ __forceinline__ void mkg_op_ldmatrix_x4_trans(uint32_t r[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr)
+                 : "memory");
+}
+
 #define MKG_OP_PREFILL_KEYS 32   /* keys per tile */
 
-// Scratch offsets (bytes) of the prefill op.
-#define MKG_OP_PREFILL_K 0       /* (32 keys, 64) FP32, 8 KB */
-#define MKG_OP_PREFILL_V 8192    /* (32, 64) FP32, 8 KB */
-#define MKG_OP_PREFILL_SK 16384  /* (32, 64) bf16 staging of the next tile's K, 4 KB */
-#define MKG_OP_PREFILL_SV 20480  /* (32, 64) bf16 staging of the next tile's V, 4 KB */
-static_assert(MKG_OP_PREFILL_SV + 4096 <= MKG_OP_PREFILL_SCRATCH_BYTES, "prefill scratch layout");
-static_assert(32 * 64 * 8 <= MKG_OP_PREFILL_SK, "the q cos / sin table overlaps the staging buffers");
+// Scratch offsets (bytes) of the prefill op. A key tile is K (32 keys, 64 dims) bf16, 4 KB,
+// then V the same; a row is 128 bytes, and its 16-byte chunk c sits at c ^ (key % 8), so the
+// eight rows an ldmatrix phase reads hit eight different bank groups.
+#define MKG_OP_PREFILL_TABLE 0      /* q cos / sin (32 pairs, 64 queries) float2, 16 KB: prologue only */
+#define MKG_OP_PREFILL_BUF0 16384   /* tiles 0, 2, 4, ... (8 KB) */
+#define MKG_OP_PREFILL_BUF1 0       /* tiles 1, 3, 5, ... (8 KB, over the table once it is consumed) */
+#define MKG_OP_PREFILL_FREQ 24576   /* RoPE inverse frequencies of the 32 pairs, FP32 */
+static_assert(MKG_OP_PREFILL_FREQ + 128 <= MKG_OP_PREFILL_SCRATCH_BYTES, "prefill scratch layout");
+static_assert(MKG_OP_PREFILL_BUF0 + 8192 <= MKG_OP_PREFILL_FREQ, "tile buffer 0 overlaps the frequencies");
+static_assert(32 * 64 * 8 <= MKG_OP_PREFILL_BUF0, "the q cos / sin table overlaps tile buffer 0");
 
-// Issues the copies of key tile T (positions 32 T .. 32 T + 31) into the staging buffers, one
+/* Byte offset of dims 8 chunk .. 8 chunk + 7 of key row `key` in a K or V tile. */
+static __device__ __forceinline__ uint32_t mkg_op_tile_off(int key, int chunk)
+{
+    return (uint32_t)(key * 128 + ((chunk ^ (key & 7)) << 4));
+}
+
+// Issues the copies of key tile T (positions 32 T .. 32 T + 31) into the tile at `tile`, one
 // 16-byte chunk of K and of V per thread (key tid / 8, chunk tid % 8), and commits them.
 // kp < pos0: the cache (rotated already); pos0 <= kp < n_keys: qkv row kp - pos0 (raw k);
 // beyond n_keys: zeros (masked keys need finite V: p = 0 times NaN would be NaN).
-static __device__ __forceinline__ void mkg_op_prefill_stage(unsigned char *scratch, const __nv_bfloat16 *kc,
+static __device__ __forceinline__ void mkg_op_prefill_stage(unsigned char *tile, const __nv_bfloat16 *kc,
                                                             const __nv_bfloat16 *vc, const __nv_bfloat16 *qkv_k,
                                                             const __nv_bfloat16 *qkv_v, int qkv_n, int T, int pos0,
                                                             int n_keys, int tid)
 {
     const int key = tid >> 3, c = tid & 7, kp = T * MKG_OP_PREFILL_KEYS + key;
-    uint4 *dk = (uint4 *)(scratch + MKG_OP_PREFILL_SK) + key * 8 + c;
-    uint4 *dv = (uint4 *)(scratch + MKG_OP_PREFILL_SV) + key * 8 + c;
+    uint4 *dk = (uint4 *)(tile + mkg_op_tile_off(key, c));
+    uint4 *dv = (uint4 *)(tile + 4096 + mkg_op_tile_off(key, c));
     if (kp < pos0) {
         mkg_cp_async_cg_16(dk, (const uint4 *)(kc + (size_t)kp * 64) + c);
         mkg_cp_async_cg_16(dv, (const uint4 *)(vc + (size_t)kp * 64) + c);
@@ -535,50 +574,37 @@ static __device__ __forceinline__ void mkg_op_prefill_stage(unsigned char *scrat
     mkg_cp_async_commit_group();
 }
 
-// Converts the staged tile T to FP32 in scratch: thread (key lj = tid / 8, chunk lc = tid % 8)
-// handles dims 4 lc .. 4 lc + 3 and 32 + 4 lc .. 32 + 4 lc + 3, i.e. both halves of RoPE pairs
-// 4 lc .. 4 lc + 3. A key of this step (kp >= pos0) is rotated at kp and rounded to bf16; one
-// of this item's tokens (kp >= pos0 + t0) is also appended to the cache, rotated k and raw v.
-static __device__ __forceinline__ void mkg_op_prefill_convert(unsigned char *scratch, __nv_bfloat16 *kc,
-                                                              __nv_bfloat16 *vc, int T, int pos0, int t0,
-                                                              int n_keys, float theta, int tid)
+// Rotates the keys of this step in the landed tile T: thread (key lj = tid / 8, lc = tid % 8)
+// owns RoPE pairs 4 lc .. 4 lc + 3 (dims 4 lc + j and 32 + 4 lc + j) of its key kp, if
+// pos0 <= kp < n_keys, rounding to bf16 in place. One of this item's tokens
+// (kp >= pos0 + t0) is also appended to the cache: rotated k, raw v.
+static __device__ __forceinline__ void mkg_op_prefill_convert(unsigned char *tile, const float *s_freq,
+                                                              __nv_bfloat16 *kc, __nv_bfloat16 *vc, int T, int pos0,
+                                                              int t0, int n_keys, int tid)
 {
     const int lj = tid >> 3, lc = tid & 7, kp = T * MKG_OP_PREFILL_KEYS + lj;
-    const uint2 *sk = (const uint2 *)(scratch + MKG_OP_PREFILL_SK) + lj * 16 + lc;   // 4 bf16 per uint2
-    const uint2 *sv = (const uint2 *)(scratch + MKG_OP_PREFILL_SV) + lj * 16 + lc;
-    float4 *dk = (float4 *)(scratch + MKG_OP_PREFILL_K) + lj * 16 + lc;               // 4 floats per float4
-    float4 *dv = (float4 *)(scratch + MKG_OP_PREFILL_V) + lj * 16 + lc;
-    const uint2 k0 = sk[0], k1 = sk[8], v0 = sv[0], v1 = sv[8];   // [8]: dims + 32
-    dk[0] = make_float4(__uint_as_float(k0.x << 16), __uint_as_float(k0.x & 0xFFFF0000u),
-                        __uint_as_float(k0.y << 16), __uint_as_float(k0.y & 0xFFFF0000u));
-    dk[8] = make_float4(__uint_as_float(k1.x << 16), __uint_as_float(k1.x & 0xFFFF0000u),
-                        __uint_as_float(k1.y << 16), __uint_as_float(k1.y & 0xFFFF0000u));
-    dv[0] = make_float4(__uint_as_float(v0.x << 16), __uint_as_float(v0.x & 0xFFFF0000u),
-                        __uint_as_float(v0.y << 16), __uint_as_float(v0.y & 0xFFFF0000u));
-    dv[8] = make_float4(__uint_as_float(v1.x << 16), __uint_as_float(v1.x & 0xFFFF0000u),
-                        __uint_as_float(v1.y << 16), __uint_as_float(v1.y & 0xFFFF0000u));
-    if (kp >= pos0 && kp < n_keys) {   // this step's key: rotate in place (this thread's own slots)
-        float *kf = (float *)dk;       // kf[i]: dim 4 lc + i, kf[32 + i]: dim 32 + 4 lc + i
-        // NOTE: a loop, not unrolled, over scratch, not a register array: cosf / sinf inline a
-        // large slow path (Payne-Hanek) that is kept once, and a dynamically indexed register
-        // array would live in local memory.
+    if (kp < pos0 || kp >= n_keys)
+        return;
+    const uint32_t o0 = mkg_op_tile_off(lj, lc >> 1) + (lc & 1) * 8;       // dims 4 lc .. 4 lc + 3
+    const uint32_t o1 = mkg_op_tile_off(lj, 4 + (lc >> 1)) + (lc & 1) * 8; // dims 32 + 4 lc ..
+    __nv_bfloat16 *k0 = (__nv_bfloat16 *)(tile + o0), *k1 = (__nv_bfloat16 *)(tile + o1);
+    // NOTE: a loop, not unrolled, over shared memory, not a register array: cosf / sinf
+    // inline a large slow path (Payne-Hanek) that is kept once.
 #pragma unroll 1
-        for (int i = 0; i < 4; ++i) {
-            float c, s, o0, o1;
-            mkg_op_rope_cs(kp, 4 * lc + i, theta, &c, &s);
-            mkg_op_rope_pair(kf[i], kf[32 + i], c, s, &o0, &o1);
-            kf[i] = mkg_op_round_bf16(o0);
-            kf[32 + i] = mkg_op_round_bf16(o1);
-        }
-        if (kp >= pos0 + t0) {   // one of this item's tokens; exact: the rotated values are bf16
-            const float4 a = dk[0], b = dk[8];
-            uint2 *gk = (uint2 *)(kc + (size_t)kp * 64) + lc;
-            uint2 *gv = (uint2 *)(vc + (size_t)kp * 64) + lc;
-            gk[0] = make_uint2(mkg_op_pack2(a.x, a.y), mkg_op_pack2(a.z, a.w));
-            gk[8] = make_uint2(mkg_op_pack2(b.x, b.y), mkg_op_pack2(b.z, b.w));
-            gv[0] = v0;
-            gv[8] = v1;
-        }
+    for (int j = 0; j < 4; ++j) {
+        float c, s, r0, r1;
+        mkg_op_rope_cs_freq(kp, s_freq[4 * lc + j], &c, &s);
+        mkg_op_rope_pair(__bfloat162float(k0[j]), __bfloat162float(k1[j]), c, s, &r0, &r1);
+        k0[j] = __float2bfloat16_rn(r0);
+        k1[j] = __float2bfloat16_rn(r1);
+    }
+    if (kp >= pos0 + t0) {   // one of this item's tokens
+        uint2 *gk = (uint2 *)(kc + (size_t)kp * 64) + lc;
+        uint2 *gv = (uint2 *)(vc + (size_t)kp * 64) + lc;
+        gk[0] = *(const uint2 *)(tile + o0);
+        gk[8] = *(const uint2 *)(tile + o1);
+        gv[0] = *(const uint2 *)(tile + 4096 + o0);
+        gv[8] = *(const uint2 *)(tile + 4096 + o1);
     }
 }
 
@@ -590,16 +616,15 @@ static __device__ __forceinline__ void mkg_op_prefill_convert(unsigned char *scr
 // those positions concurrently. This item appends its own tokens' rotated k and v to the cache
 // (seq 0, positions pos0 + t0 ..): each is converted exactly once, by the tile holding it.
 //
-// Thread (qi = tid % 64, hh = tid / 64) owns query t0 + qi of head g G + hh: q (64, scaled by
-// 0.125 log2(e)) and the output accumulator (64) in registers, online softmax per 16 keys.
-// Keys go through scratch in tiles of 32 positions x 64 dims, K and V as FP32 (every thread of
-// a warp reads the same key row at once: shared-memory broadcast, no conflicts). The next
-// tile's bf16 rows are in flight by cp.async into staging buffers while a tile is consumed, so
-// prefetching costs no registers.
+// Tensor cores (mma.sync m16n8k16 bf16, FP32 accumulation), flash-attention style: warp w
+// takes head g G + w / 2 and query rows 32 (w % 2) .. + 31 (two m16 tiles). q is rotated in
+// FP32 and rounded to bf16 (times 1/8, exact), the scores are scaled by log2(e) in FP32, online
+// softmax per row in the log2 domain, P enters P V as bf16. Keys stream through shared memory
+// in tiles of 32 (K and V bf16, swizzled; the next tile's copies in flight by cp.async while
+// one is consumed); a warp stops at the last key its queries attend. Fixed order everywhere:
+// the result depends on the inputs only.
 //
-// Scratch (MKG_OP_PREFILL_SCRATCH_BYTES, 24 KB used): first the q cos / sin table (32 pairs,
-// 64 queries) float2 [0, 16 KB); then per tile K and V FP32 [0, 16 KB) and the staging of the
-// next tile, bf16 [16 KB, 24 KB) (offsets MKG_OP_PREFILL_*).
+// Scratch (MKG_OP_PREFILL_SCRATCH_BYTES): offsets MKG_OP_PREFILL_*.
 static __device__ __forceinline__ void mkg_op_attention_prefill(const mkg_model_config *cfg, int layer,
                                                                 const __nv_bfloat16 *qkv, int t0, int tcount,
                                                                 int pos0, int g, __nv_bfloat16 *k_cache,
@@ -609,30 +634,27 @@ static __device__ __forceinline__ void mkg_op_attention_prefill(const mkg_model_
     const int G = cfg->q_heads / cfg->kv_heads;
     const int qkv_n = (cfg->q_heads + 2 * cfg->kv_heads) * MKG_OP_HEAD_DIM;
     const float theta = cfg->rope_theta;
-    const float *s_k = (const float *)(scratch + MKG_OP_PREFILL_K);
-    const float *s_v = (const float *)(scratch + MKG_OP_PREFILL_V);
     const size_t cbase = mkg_op_cache_base(cfg, layer, 0, g);
     __nv_bfloat16 *kc = k_cache + cbase, *vc = v_cache + cbase;
     const __nv_bfloat16 *qkv_k = qkv + (cfg->q_heads + g) * MKG_OP_HEAD_DIM;
     const __nv_bfloat16 *qkv_v = qkv + (cfg->q_heads + cfg->kv_heads + g) * MKG_OP_HEAD_DIM;
+    float *s_freq = (float *)(scratch + MKG_OP_PREFILL_FREQ);
 
-    const int qi = tid & 63, hh = tid >> 6, warp = tid >> 5;
-    const int active = qi < tcount && hh < G;
-    const int pq = pos0 + t0 + qi;                   // this thread's query position
+    const int warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
+    const int hh = warp >> 1, rb = 32 * (warp & 1);  // head g G + hh, query rows rb .. rb + 31
     const int n_keys = pos0 + t0 + tcount;           // keys 0 .. n_keys - 1 are attended by someone
     const int ntiles = (n_keys + MKG_OP_PREFILL_KEYS - 1) / MKG_OP_PREFILL_KEYS;
-    // Last key any active query of this warp attends (warp w holds qi = 32 (w & 1) + lane and
-    // head hh = w / 2); -1 for a warp with no active query, which then consumes nothing.
-    const int warp_active = 32 * (warp & 1) < tcount && hh < G;
-    const int warp_last = warp_active ? min(pos0 + t0 + 32 * (warp & 1) + 31, n_keys - 1) : -1;
+    const int warp_active = rb < tcount && hh < G;
+    const int warp_last = warp_active ? pos0 + t0 + min(rb + 31, tcount - 1) : -1;
 
-    mkg_op_prefill_stage(scratch, kc, vc, qkv_k, qkv_v, qkv_n, 0, pos0, n_keys, tid);
+    mkg_op_prefill_stage(scratch + MKG_OP_PREFILL_BUF0, kc, vc, qkv_k, qkv_v, qkv_n, 0, pos0, n_keys, tid);
 
-    // ---- q: load, rotate at position pq, scale. cos / sin come from a table in scratch,
-    // (32 pairs, 64 queries) float2, filled by the whole group first.
-    // NOTE: the table keeps one copy of the trig code; 32 unrolled cosf / sinf per thread made
-    // the prologue ~14k instructions. Query-minor layout: a warp reads 32 consecutive float2.
-    float2 *s_cs = (float2 *)scratch;
+    // ---- q cos / sin table (32 pairs, 64 queries; query-minor) and the pairs' frequencies.
+    // NOTE: the table keeps one copy of the trig code; unrolled cosf / sinf per fragment
+    // element made the prologue ~14k instructions.
+    float2 *s_cs = (float2 *)(scratch + MKG_OP_PREFILL_TABLE);
+    if (tid < 32)
+        s_freq[tid] = mkg_op_rope_inv_freq(tid, theta);
 #pragma unroll 1
     for (int e = tid; e < 32 * 64; e += MKG_OP_THREADS) {
         float c, s;
@@ -640,103 +662,183 @@ static __device__ __forceinline__ void mkg_op_attention_prefill(const mkg_model_
         s_cs[e] = make_float2(c, s);
     }
     mkg_bar_sync(bar, MKG_OP_THREADS);
-    float q[64];
-    if (active) {
-        const uint4 *src = (const uint4 *)(qkv + (size_t)(t0 + qi) * qkv_n + (g * G + hh) * MKG_OP_HEAD_DIM);
+
+    // ---- Q fragments (A operand, rows rb + 16 mt + gid + 8 h): k-step s, register h + 2 e holds
+    // dims 16 s + 8 e + 2 tig, + 1. Dim d (s < 2) and d + 32 (s + 2) are one RoPE pair.
+    uint32_t qf[2][4][4];
 #pragma unroll
-        for (int c = 0; c < 8; ++c)
-            mkg_op_unpack8(__ldcg(src + c), q + 8 * c);
+    for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-        for (int i = 0; i < 32; ++i) {
-            const float2 cs = s_cs[i * 64 + qi];
-            float o0, o1;
-            mkg_op_rope_pair(q[i], q[i + 32], cs.x, cs.y, &o0, &o1);
-            q[i] = __fmul_rn(o0 * 0.125f, MKG_OP_LOG2E);
-            q[i + 32] = __fmul_rn(o1 * 0.125f, MKG_OP_LOG2E);
+        for (int h = 0; h < 2; ++h) {
+            const int row = rb + 16 * mt + gid + 8 * h;
+            const bool live = warp_active && row < tcount;
+            const __nv_bfloat16 *src = qkv + (size_t)(t0 + row) * qkv_n + (g * G + hh) * MKG_OP_HEAD_DIM;
+#pragma unroll
+            for (int s = 0; s < 2; ++s)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int d = 16 * s + 8 * e + 2 * tig;
+                    uint32_t lo = 0, hi = 0;
+                    if (live) {
+                        const uint32_t x = __ldcg((const unsigned int *)(src + d));
+                        const uint32_t y = __ldcg((const unsigned int *)(src + d + 32));
+                        float r0[2], r1[2];
+#pragma unroll
+                        for (int u = 0; u < 2; ++u) {
+                            const float2 cs = s_cs[(d + u) * 64 + row];
+                            const float x0 = __uint_as_float(u ? x & 0xFFFF0000u : x << 16);
+                            const float x1 = __uint_as_float(u ? y & 0xFFFF0000u : y << 16);
+                            mkg_op_rope_pair(x0, x1, cs.x, cs.y, &r0[u], &r1[u]);
+                        }
+                        lo = mkg_op_pack2(r0[0] * 0.125f, r0[1] * 0.125f);
+                        hi = mkg_op_pack2(r1[0] * 0.125f, r1[1] * 0.125f);
+                    }
+                    qf[mt][s][h + 2 * e] = lo;
+                    qf[mt][s + 2][h + 2 * e] = hi;
+                }
         }
-    } else {
+
+    float o[2][8][4], m[2][2], l[2][2];
 #pragma unroll
-        for (int i = 0; i < 64; ++i)
-            q[i] = 0.0f;
+    for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+        for (int dt = 0; dt < 8; ++dt)
+#pragma unroll
+            for (int r = 0; r < 4; ++r)
+                o[mt][dt][r] = 0.0f;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            m[mt][h] = -1e30f;   // finite start: see mkg_op_attention_decode
+            l[mt][h] = 0.0f;
+        }
     }
-    float o[64];
-#pragma unroll
-    for (int i = 0; i < 64; ++i)
-        o[i] = 0.0f;
-    float m = -1e30f, l = 0.0f;   // finite start: see mkg_op_attention_decode
+    const int lrow = lane & 7, lmat = lane >> 3;     // this lane's ldmatrix row and matrix
 
     // ---- key tiles.
     for (int T = 0; T < ntiles; ++T) {
         const int tile0 = T * MKG_OP_PREFILL_KEYS;
+        unsigned char *tile = scratch + ((T & 1) ? MKG_OP_PREFILL_BUF1 : MKG_OP_PREFILL_BUF0);
         mkg_cp_async_wait_all();
-        mkg_bar_sync(bar, MKG_OP_THREADS);   // tile T staged; the previous tile (or the table) consumed
-        mkg_op_prefill_convert(scratch, kc, vc, T, pos0, t0, n_keys, theta, tid);
-        mkg_bar_sync(bar, MKG_OP_THREADS);   // tile T in FP32; staging free
+        mkg_bar_sync(bar, MKG_OP_THREADS);   // tile T landed; tile T - 1 (or the q table) consumed
+        mkg_op_prefill_convert(tile, s_freq, kc, vc, T, pos0, t0, n_keys, tid);
+        mkg_bar_sync(bar, MKG_OP_THREADS);   // tile T rotated
         if (T + 1 < ntiles)
-            mkg_op_prefill_stage(scratch, kc, vc, qkv_k, qkv_v, qkv_n, T + 1, pos0, n_keys, tid);
+            mkg_op_prefill_stage(scratch + ((T & 1) ? MKG_OP_PREFILL_BUF0 : MKG_OP_PREFILL_BUF1), kc, vc, qkv_k,
+                                 qkv_v, qkv_n, T + 1, pos0, n_keys, tid);
+        if (tile0 > warp_last)
+            continue;                        // warp-uniform: no query of this warp attends the tile
+        const uint32_t ks = mkg_smem_addr(tile), vs = ks + 4096;
 
-        // Consume: blocks of 16 keys; a block past every key this warp's queries attend is
-        // skipped (warp-uniform; keys ascend, so the rest of the tile is skipped too).
-        for (int sb = 0; sb < MKG_OP_PREFILL_KEYS / 16; ++sb) {
-            const int kp0 = tile0 + 16 * sb;
-            if (kp0 > warp_last)
-                break;
-            float s[16];
+        // S = Q K^T: n-tile nt = keys tile0 + 8 nt .. + 7; k-steps in order 0 .. 3.
+        float sc[2][4][4];
 #pragma unroll
-            for (int jj = 0; jj < 16; ++jj) {
-                const float4 *kr = (const float4 *)(s_k + (16 * sb + jj) * 64);
-                float a = 0.0f;
+        for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-                for (int d4 = 0; d4 < 16; ++d4) {
-                    const float4 k4 = kr[d4];
-                    a = fmaf(q[4 * d4], k4.x, a);
-                    a = fmaf(q[4 * d4 + 1], k4.y, a);
-                    a = fmaf(q[4 * d4 + 2], k4.z, a);
-                    a = fmaf(q[4 * d4 + 3], k4.w, a);
+            for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+                for (int r = 0; r < 4; ++r)
+                    sc[mt][nt][r] = 0.0f;
+#pragma unroll
+        for (int sp = 0; sp < 2; ++sp)
+#pragma unroll
+            for (int nt = 0; nt < 4; ++nt) {
+                uint32_t b[4];   // b0, b1 of k-step 2 sp, then of 2 sp + 1
+                mkg_op_ldmatrix_x4(b, ks + mkg_op_tile_off(8 * nt + lrow, 4 * sp + lmat));
+#pragma unroll
+                for (int mt = 0; mt < 2; ++mt) {
+                    mkg_op_mma_bf16(sc[mt][nt], qf[mt][2 * sp][0], qf[mt][2 * sp][1], qf[mt][2 * sp][2],
+                                    qf[mt][2 * sp][3], b[0], b[1]);
+                    mkg_op_mma_bf16(sc[mt][nt], qf[mt][2 * sp + 1][0], qf[mt][2 * sp + 1][1],
+                                    qf[mt][2 * sp + 1][2], qf[mt][2 * sp + 1][3], b[2], b[3]);
                 }
-                s[jj] = (kp0 + jj <= pq) ? a : -INFINITY;
             }
-            float mx = s[0];
+
+        // Online softmax per row (rows gid, gid + 8 of each m-tile; a row's 32 keys sit in the
+        // four lanes of one gid: xor 1, 2).
+        const bool edge = tile0 + MKG_OP_PREFILL_KEYS - 1 > pos0 + t0 + rb;   // warp-uniform: masking needed
+        uint32_t pa[2][2][4];                // P as A fragments: m-tile, 16-key k-step
 #pragma unroll
-            for (int jj = 1; jj < 16; ++jj)
-                mx = fmaxf(mx, s[jj]);
-            const float mn = fmaxf(m, mx);
-            const float sc = exp2f(m - mn);
-            m = mn;
-            l *= sc;
+        for (int mt = 0; mt < 2; ++mt) {
 #pragma unroll
-            for (int i = 0; i < 64; ++i)
-                o[i] *= sc;
+            for (int h = 0; h < 2; ++h) {
+                const int pq = pos0 + t0 + rb + 16 * mt + gid + 8 * h;
+                float mx = -INFINITY;
 #pragma unroll
-            for (int jj = 0; jj < 16; ++jj) {
-                const float p = exp2f(s[jj] - mn);   // masked keys: exp2f(-inf) = 0
-                const float4 *vr = (const float4 *)(s_v + (16 * sb + jj) * 64);
-                l += p;
+                for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
-                for (int d4 = 0; d4 < 16; ++d4) {
-                    const float4 v4 = vr[d4];
-                    o[4 * d4] = fmaf(p, v4.x, o[4 * d4]);
-                    o[4 * d4 + 1] = fmaf(p, v4.y, o[4 * d4 + 1]);
-                    o[4 * d4 + 2] = fmaf(p, v4.z, o[4 * d4 + 2]);
-                    o[4 * d4 + 3] = fmaf(p, v4.w, o[4 * d4 + 3]);
+                    for (int u = 0; u < 2; ++u) {
+                        float v = sc[mt][nt][2 * h + u] * MKG_OP_LOG2E;
+                        if (edge && tile0 + 8 * nt + 2 * tig + u > pq)
+                            v = -INFINITY;
+                        sc[mt][nt][2 * h + u] = v;
+                        mx = fmaxf(mx, v);
+                    }
+                mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 2));
+                const float mn = fmaxf(m[mt][h], mx);
+                const float al = mkg_op_ex2(m[mt][h] - mn);
+                m[mt][h] = mn;
+                float sum = 0.0f;
+#pragma unroll
+                for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+                    for (int u = 0; u < 2; ++u) {
+                        const float p = mkg_op_ex2(sc[mt][nt][2 * h + u] - mn);   // masked: 2^-inf = 0
+                        sc[mt][nt][2 * h + u] = p;
+                        sum += p;
+                    }
+                l[mt][h] = fmaf(l[mt][h], al, sum);
+#pragma unroll
+                for (int dt = 0; dt < 8; ++dt) {
+                    o[mt][dt][2 * h] *= al;
+                    o[mt][dt][2 * h + 1] *= al;
                 }
+            }
+#pragma unroll
+            for (int kk = 0; kk < 2; ++kk) {
+                pa[mt][kk][0] = mkg_op_pack2(sc[mt][2 * kk][0], sc[mt][2 * kk][1]);
+                pa[mt][kk][1] = mkg_op_pack2(sc[mt][2 * kk][2], sc[mt][2 * kk][3]);
+                pa[mt][kk][2] = mkg_op_pack2(sc[mt][2 * kk + 1][0], sc[mt][2 * kk + 1][1]);
+                pa[mt][kk][3] = mkg_op_pack2(sc[mt][2 * kk + 1][2], sc[mt][2 * kk + 1][3]);
             }
         }
+
+        // O += P V: k-step kk = keys 16 kk .. + 15, n-tile dt = dims 8 dt .. + 7.
+#pragma unroll
+        for (int kk = 0; kk < 2; ++kk)
+#pragma unroll
+            for (int dp = 0; dp < 4; ++dp) {
+                uint32_t b[4];   // b0, b1 of n-tile 2 dp, then of 2 dp + 1
+                mkg_op_ldmatrix_x4_trans(b, vs + mkg_op_tile_off(16 * kk + 8 * (lmat & 1) + lrow, 2 * dp + (lmat >> 1)));
+#pragma unroll
+                for (int mt = 0; mt < 2; ++mt) {
+                    mkg_op_mma_bf16(o[mt][2 * dp], pa[mt][kk][0], pa[mt][kk][1], pa[mt][kk][2], pa[mt][kk][3], b[0],
+                                    b[1]);
+                    mkg_op_mma_bf16(o[mt][2 * dp + 1], pa[mt][kk][0], pa[mt][kk][1], pa[mt][kk][2], pa[mt][kk][3],
+                                    b[2], b[3]);
+                }
+            }
     }
 
-    // ---- output: attn row t0 + qi, head g G + hh.
-    if (active) {
-        const float inv = 1.0f / l;
-        uint4 *dst = (uint4 *)(attn + (size_t)(t0 + qi) * cfg->q_heads * MKG_OP_HEAD_DIM +
-                               (g * G + hh) * MKG_OP_HEAD_DIM);
+    // ---- output: attn row t0 + row, head g G + hh; a row's denominator summed over its 4 lanes.
+    if (warp_active) {
 #pragma unroll
-        for (int c = 0; c < 8; ++c) {
-            float f[8];
+        for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-            for (int i = 0; i < 8; ++i)
-                f[i] = o[8 * c + i] * inv;
-            dst[c] = mkg_op_pack8(f);
-        }
+            for (int h = 0; h < 2; ++h) {
+                float sum = l[mt][h];
+                sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 1);
+                sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 2);
+                const int row = rb + 16 * mt + gid + 8 * h;
+                if (row < tcount) {
+                    const float inv = 1.0f / sum;
+                    unsigned int *dst = (unsigned int *)(attn + (size_t)(t0 + row) * cfg->q_heads * MKG_OP_HEAD_DIM +
+                                                         (g * G + hh) * MKG_OP_HEAD_DIM) + tig;
+#pragma unroll
+                    for (int dt = 0; dt < 8; ++dt)
+                        dst[4 * dt] = mkg_op_pack2(o[mt][dt][2 * h] * inv, o[mt][dt][2 * h + 1] * inv);
+                }
+            }
     }
     mkg_bar_sync(bar, MKG_OP_THREADS);
 }

@@ -148,7 +148,8 @@ static int mkg_ref_rmsnorm(const mkg_model *m, const void *x, const void *g, voi
     return (int)cudaGetLastError();
 }
 
-static int mkg_ref_attention(const mkg_model *m, int layer, int tokens, int prefill, int pos0, cudaStream_t s)
+extern "C" int mkg_ref_attention_run(const mkg_model *m, int layer, int tokens, int prefill, int pos0,
+                                     cudaStream_t s)
 {
     const mkg_model_config *c = &m->cfg;
     __nv_bfloat16 *kc = (__nv_bfloat16 *)m->k_cache, *vc = (__nv_bfloat16 *)m->v_cache;
@@ -192,7 +193,7 @@ extern "C" int mkg_ref_model_step(mkg_ref_model *r, const mkg_model *m, int toke
         const mkg_layer_weights *w = &m->layer[l];
         if ((e = mkg_ref_rmsnorm(m, m->x, w->attn_norm, m->xn, tokens, s)) != 0 ||
             (e = mkg_ref_gemm(r, m->xn, w->wqkv, m->qkv, tokens, qkv_n, H, 0.0f)) != 0 ||
-            (e = mkg_ref_attention(m, l, tokens, prefill, pos0, s)) != 0 ||
+            (e = mkg_ref_attention_run(m, l, tokens, prefill, pos0, s)) != 0 ||
             (e = mkg_ref_gemm(r, m->attn, w->wo, m->x, tokens, H, QD, 1.0f)) != 0 ||
             (e = mkg_ref_rmsnorm(m, m->x, w->ffn_norm, m->xn, tokens, s)) != 0 ||
             (e = mkg_ref_gemm(r, m->xn, w->wgu, m->gu, tokens, 2 * F, H, 0.0f)) != 0 ||

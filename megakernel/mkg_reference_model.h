@@ -39,6 +39,14 @@ void mkg_ref_model_destroy(mkg_ref_model *r);
 int mkg_ref_model_step(mkg_ref_model *r, const mkg_model *m, int tokens, int prefill, int pos0, int lm_head,
                        cudaStream_t s);
 
+/**
+ * Enqueues the attention op of one layer alone (the kernel the step runs after the QKV GEMM):
+ * reads m->qkv rows 0 .. tokens-1, appends rotated k and v to the KV cache at the step's
+ * positions, writes m->attn. Decode reads positions from m->pos; prefill as for
+ * mkg_ref_model_step. No argument checks beyond the step's (the tests call it).
+ */
+int mkg_ref_attention_run(const mkg_model *m, int layer, int tokens, int prefill, int pos0, cudaStream_t s);
+
 #ifdef __cplusplus
 }
 #endif

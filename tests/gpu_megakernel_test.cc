@@ -2,7 +2,8 @@
 // (cuBLAS + plain kernels, same weights): hidden states and logits after 1 and 16
 // layers, decode and prefill, within a stated bf16 tolerance; repeated runs bitwise
 // equal; batch invariance of the logits (sequence 0 alone vs inside a batch of 8);
-// and a forced stall that must come back as a clean error within a second.
+// and a forced stall that must come back as a clean error within a second. The prefill
+// attention op (shared by both paths) is checked on its own against FP64 attention.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "mkg_mk_runner.h"
+#include "mkg_mk_test_shims.h"
 #include "mkg_test_shims.h"
 
 namespace {
@@ -72,6 +74,27 @@ TEST_F(Megakernel, OneLayerMatchesReference)
 TEST_F(Megakernel, SixteenLayersMatchReference)
 {
     run_cases(16, kTol16Layers);
+}
+
+// Prefill attention (mkg_op_attention_prefill, tensor cores) against causal attention in FP64:
+// RoPE, the KV-cache append and the softmax over the cache and the step's keys, on steps that
+// start at position 0 and later in the context, with a partial query block (tokens % 64 != 0)
+// and a pos0 that is no multiple of a key tile. Bound: q, P and the output enter or leave in
+// bf16 (2^-9 relative each), so 1e-2 normwise; the appended k is one bf16 rounding of the
+// rotated value; v is copied.
+TEST_F(Megakernel, PrefillAttentionMatchesFp64)
+{
+    const int cases[][2] = {{100, 0}, {130, 45}, {200, 700}, {64, 31}};
+    for (const auto &k : cases) {
+        mkg_attn_check r;
+        ASSERT_EQ(mkg_shim_prefill_attention_check(k[0], k[1], 17 + k[1], &r), 0);
+        printf("[ report   ] prefill attention, %d tokens at %d: attn err %.2e, appended k err %.2e\n", k[0], k[1],
+               r.attn_err, r.k_err);
+        EXPECT_LT(r.attn_err, 1e-2) << k[0] << " tokens at " << k[1];
+        EXPECT_LT(r.k_err, 1e-2) << k[0] << " tokens at " << k[1];
+        EXPECT_TRUE(r.v_exact) << k[0] << " tokens at " << k[1];
+        EXPECT_TRUE(r.others_untouched) << k[0] << " tokens at " << k[1];
+    }
 }
 
 // Sequence 0 decoded alone and as row 0 of a batch of 8 gives bitwise-equal logits.
