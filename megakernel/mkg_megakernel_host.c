@@ -11,6 +11,7 @@
 
 #include "mkg_megakernel.h"
 #include "mkg_nvtx.h"
+#include "mkg_plan.h"
 
 struct mkg_mk {
     mkg_model *md;
@@ -34,7 +35,7 @@ struct mkg_mk {
 static const char *const mkg_mk_gemm_names[MKG_MK_GEMMS_PER_LAYER] = {"qkv", "o+res", "gate_up+silu", "down+res"};
 
 static mkg_layer_desc mkg_mk_layer(int n, int k, const void *a, long long lda, const void *b, void *c, long long ldc,
-                                   mkg_epilogue epi, int m_max)
+                                   mkg_epilogue epi, int m_max, int sms)
 {
     mkg_layer_desc l;
     memset(&l, 0, sizeof l);
@@ -54,10 +55,12 @@ static mkg_layer_desc mkg_mk_layer(int n, int k, const void *a, long long lda, c
     }
     l.m_max = m_max;
     l.mode = MKG_MODE_INVARIANT;
-    /* NOTE: K chunks of 512 (K = 2048) or 1024 (K = 8192) let decode steps split K over
-     * enough SMs to stream the weights (an N = 2048 layer has only 16 tiles of 128);
-     * the chunk is the layer's, so the bits do not depend on M or the schedule. */
-    l.kc = k <= 4096 ? 512 : 1024;
+    /* NOTE: the planner's decode chunk (from N and K only, so the bits do not depend on M
+     * or the schedule): K chunks where N / 128 tiles leave most SMs idle at decode (the
+     * 1B down layer: 4 chunks of 2048), one chunk otherwise. Fixed chunks of 512 / 1024
+     * (sessions 3-14) bought no decode split on the K = 2048 layers (the planner ran them
+     * unsplit) and cost every prefill tile a chunk fold per 512 of K (mk-v5 in NOTES). */
+    l.kc = mkg_plan_kc_decode(n, k, sms);
     return l;
 }
 
@@ -77,12 +80,13 @@ static void mkg_mk_describe(mkg_mk *mk)
         const mkg_layer_weights *w = &md->layer[l];
         mkg_layer_desc *r = mk->layers + MKG_MK_GEMMS_PER_LAYER * l;
         r[MKG_MK_QKV] = mkg_mk_layer(mkg_model_qkv_n(c), H, md->xn, H, w->wqkv, mkg_mk_qkv(mk, l), mkg_model_qkv_n(c),
-                                     MKG_EPI_STORE, T);
-        r[MKG_MK_O] = mkg_mk_layer(H, QD, md->attn, QD, w->wo, md->x, H, MKG_EPI_RESIDUAL, T);
-        r[MKG_MK_GATE_UP] = mkg_mk_layer(2 * F, H, md->xn, H, w->wgu, md->act, F, MKG_EPI_SILU_MUL, T);
-        r[MKG_MK_DOWN] = mkg_mk_layer(H, F, md->act, F, w->wd, md->x, H, MKG_EPI_RESIDUAL, T);
+                                     MKG_EPI_STORE, T, mk->sms);
+        r[MKG_MK_O] = mkg_mk_layer(H, QD, md->attn, QD, w->wo, md->x, H, MKG_EPI_RESIDUAL, T, mk->sms);
+        r[MKG_MK_GATE_UP] = mkg_mk_layer(2 * F, H, md->xn, H, w->wgu, md->act, F, MKG_EPI_SILU_MUL, T, mk->sms);
+        r[MKG_MK_DOWN] = mkg_mk_layer(H, F, md->act, F, w->wd, md->x, H, MKG_EPI_RESIDUAL, T, mk->sms);
     }
-    mk->layers[mk->rows - 1] = mkg_mk_layer(c->vocab, H, md->xn, H, md->lm_head, md->logits, c->vocab, MKG_EPI_STORE, T);
+    mk->layers[mk->rows - 1] =
+        mkg_mk_layer(c->vocab, H, md->xn, H, md->lm_head, md->logits, c->vocab, MKG_EPI_STORE, T, mk->sms);
     for (int t = 0; t < mk->ops; ++t) {
         const mkg_mk_op *op = mk->ops_h + t;
         if (op->kind != MKG_MK_GEMM)
