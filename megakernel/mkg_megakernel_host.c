@@ -387,10 +387,11 @@ mkg_status mkg_mk_plan_print(const mkg_model_config *c, const int *ms, int count
         md.x = md.xn = md.attn = md.act = md.logits = md.final_norm = md.lm_head = p;
         for (int l = 0; l < c->layers; ++l)
             md.layer[l] = (mkg_layer_weights){p, p, p, p, p, p};
-        mkg_mk_graph_build(c, &md, mk.ops_h);
-        mkg_mk_describe(&mk);
         mkg_gpu_info g;
         mkg_mk_gpu(&g);
+        mk.sms = g.sms;                              /* the layers' K chunks depend on it */
+        mkg_mk_graph_build(c, &md, mk.ops_h);
+        mkg_mk_describe(&mk);
         const mkg_cost_model cm = mkg_cost_model_h200();
         st = mkg_layers_plan(&cm, mk.layers, mk.rows, &g, mk.plans);
         for (int i = 0; st == MKG_OK && i < count; ++i)
