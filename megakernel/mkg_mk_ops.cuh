@@ -508,13 +508,6 @@ static __device__ __forceinline__ void mkg_cp_async_wait_all(void)
     asm volatile("cp.async.wait_all;" ::: "memory");
 }
 
-// Waits until at most N of this thread's committed cp.async groups are pending.
-template <int N>
-static __device__ __forceinline__ void mkg_cp_async_wait_group(void)
-{
-    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-
 // ---- prefill attention -------------------------------------------------------------------
 
 // ldmatrix (PTX ISA: warp-level matrix load): four 8 x 8 b16 matrices; lane l gives the row
@@ -542,17 +535,12 @@ static __device__ __forceinline__ void mkg_op_ldmatrix_x4_trans(uint32_t r[4], u
 // then V the same; a row is 128 bytes, and its 16-byte chunk c sits at c ^ (key % 8), so the
 // eight rows an ldmatrix phase reads hit eight different bank groups.
 #define MKG_OP_PREFILL_TABLE 0      /* q cos / sin (32 pairs, 64 queries) float2, 16 KB: prologue only */
-#define MKG_OP_PREFILL_BUFS 3       /* key tiles in flight: tile T in buffer (T + 2) % 3, 8 KB each at 8 KB b */
+#define MKG_OP_PREFILL_BUF0 16384   /* tiles 0, 2, 4, ... (8 KB) */
+#define MKG_OP_PREFILL_BUF1 0       /* tiles 1, 3, 5, ... (8 KB, over the table once it is consumed) */
 #define MKG_OP_PREFILL_FREQ 24576   /* RoPE inverse frequencies of the 32 pairs, FP32 */
 static_assert(MKG_OP_PREFILL_FREQ + 128 <= MKG_OP_PREFILL_SCRATCH_BYTES, "prefill scratch layout");
-static_assert(MKG_OP_PREFILL_BUFS * 8192 <= MKG_OP_PREFILL_FREQ, "tile buffers overlap the frequencies");
-static_assert(32 * 64 * 8 <= 2 * 8192, "the q cos / sin table overlaps tile 0's buffer (2)");
-
-/* The buffer of key tile T: tile 0 in buffer 2 (clear of the q table), tiles 1, 2 in 0, 1. */
-static __device__ __forceinline__ unsigned char *mkg_op_prefill_buf(unsigned char *scratch, int T)
-{
-    return scratch + ((T + 2) % MKG_OP_PREFILL_BUFS) * 8192;
-}
+static_assert(MKG_OP_PREFILL_BUF0 + 8192 <= MKG_OP_PREFILL_FREQ, "tile buffer 0 overlaps the frequencies");
+static_assert(32 * 64 * 8 <= MKG_OP_PREFILL_BUF0, "the q cos / sin table overlaps tile buffer 0");
 
 /* Byte offset of dims 8 chunk .. 8 chunk + 7 of key row `key` in a K or V tile. */
 static __device__ __forceinline__ uint32_t mkg_op_tile_off(int key, int chunk)
@@ -632,8 +620,8 @@ static __device__ __forceinline__ void mkg_op_prefill_convert(unsigned char *til
 // takes head g G + w / 2 and query rows 32 (w % 2) .. + 31 (two m16 tiles). q is rotated in
 // FP32 and rounded to bf16 (times 1/8, exact), the scores are scaled by log2(e) in FP32, online
 // softmax per row in the log2 domain, P enters P V as bf16. Keys stream through shared memory
-// in tiles of 32 (K and V bf16, swizzled; the next two tiles' copies in flight by cp.async
-// while one is consumed); a warp stops at the last key its queries attend. Fixed order everywhere:
+// in tiles of 32 (K and V bf16, swizzled; the next tile's copies in flight by cp.async while
+// one is consumed); a warp stops at the last key its queries attend. Fixed order everywhere:
 // the result depends on the inputs only.
 //
 // Scratch (MKG_OP_PREFILL_SCRATCH_BYTES): offsets MKG_OP_PREFILL_*.
@@ -659,7 +647,7 @@ static __device__ __forceinline__ void mkg_op_attention_prefill(const mkg_model_
     const int warp_active = rb < tcount && hh < G;
     const int warp_last = warp_active ? pos0 + t0 + min(rb + 31, tcount - 1) : -1;
 
-    mkg_op_prefill_stage(mkg_op_prefill_buf(scratch, 0), kc, vc, qkv_k, qkv_v, qkv_n, 0, pos0, n_keys, tid);
+    mkg_op_prefill_stage(scratch + MKG_OP_PREFILL_BUF0, kc, vc, qkv_k, qkv_v, qkv_n, 0, pos0, n_keys, tid);
 
     // ---- q cos / sin table (32 pairs, 64 queries; query-minor) and the pairs' frequencies.
     // NOTE: the table keeps one copy of the trig code; unrolled cosf / sinf per fragment
@@ -729,24 +717,14 @@ static __device__ __forceinline__ void mkg_op_attention_prefill(const mkg_model_
     // ---- key tiles.
     for (int T = 0; T < ntiles; ++T) {
         const int tile0 = T * MKG_OP_PREFILL_KEYS;
-        unsigned char *tile = mkg_op_prefill_buf(scratch, T);
-        // Tile T's copies are the oldest group but one (tile T + 1's) from T = 1 on: every
-        // iteration commits one group, empty past the last tile.
-        if (T == 0)
-            mkg_cp_async_wait_all();
-        else
-            mkg_cp_async_wait_group<1>();
+        unsigned char *tile = scratch + ((T & 1) ? MKG_OP_PREFILL_BUF1 : MKG_OP_PREFILL_BUF0);
+        mkg_cp_async_wait_all();
         mkg_bar_sync(bar, MKG_OP_THREADS);   // tile T landed; tile T - 1 (or the q table) consumed
-        // Two tiles ahead into tile T - 1's buffer (T = 0: tiles 1 and 2, over the q table).
-        for (int A = T == 0 ? 1 : T + 2; A <= T + 2; ++A) {
-            if (A < ntiles)
-                mkg_op_prefill_stage(mkg_op_prefill_buf(scratch, A), kc, vc, qkv_k, qkv_v, qkv_n, A, pos0, n_keys,
-                                     tid);
-            else
-                mkg_cp_async_commit_group();
-        }
         mkg_op_prefill_convert(tile, s_freq, kc, vc, T, pos0, t0, n_keys, tid);
         mkg_bar_sync(bar, MKG_OP_THREADS);   // tile T rotated
+        if (T + 1 < ntiles)
+            mkg_op_prefill_stage(scratch + ((T & 1) ? MKG_OP_PREFILL_BUF0 : MKG_OP_PREFILL_BUF1), kc, vc, qkv_k,
+                                 qkv_v, qkv_n, T + 1, pos0, n_keys, tid);
         if (tile0 > warp_last)
             continue;                        // warp-uniform: no query of this warp attends the tile
         const uint32_t ks = mkg_smem_addr(tile), vs = ks + 4096;
