@@ -107,8 +107,10 @@ static int mkg_cost_eval(const mkg_cost_model *cm, int s, int m, int n, int k, i
     const double stream_gbps = share_gbps < inflight_gbps ? share_gbps : inflight_gbps;
     const double t_stream = stage_bytes * kt_unit / (stream_gbps * 1e3);
     const double t_epi = (double)mkg_dtype_size(out) * i->tile_m * i->tile_n / (cm->epi_gbps * 1e3);
-    t->t_unit = (t_mma > t_stream ? t_mma : t_stream) + t_epi + cm->unit_us;
-    t->t_compute = t->waves * t->t_unit;
+    /* NOTE: a ping-pong row stores one warpgroup's tile while the other's mainloop runs, so only
+     * the CTA's last epilogue is exposed (one per launch, not one per unit). */
+    t->t_unit = (t_mma > t_stream ? t_mma : t_stream) + (i->pingpong ? 0.0 : t_epi) + cm->unit_us;
+    t->t_compute = t->waves * t->t_unit + (i->pingpong ? t_epi : 0.0);
     t->t_memory = mkg_dram_bytes(cm, i, m, n, k, out) / (cm->dram_tbps * 1e6);
     const double t_split = splits > 1 ? cm->split_us * splits : 0.0;
     const double p = cm->overlap_p;
