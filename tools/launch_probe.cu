@@ -11,6 +11,9 @@
 //      (MKG_PROBE in device/): per CTA, globaltimer at entry (0), after barrier init (1),
 //      producer start (2), and per consumer warpgroup w the first full stage (3 + 4w), the
 //      K loop drained (4 + 4w), the epilogue issued (5 + 4w) and its stores read (6 + 4w).
+//   3. The same timeline for the bench's one-GEMM dispatch kernel (the schedule picked on the
+//      device from a one-layer table, as in bench/mkg_bench_dispatch.cu), cases marked "disp":
+//      point 2 is then "schedule picked" (after mkg_dispatch_begin) instead of producer start.
 // Usage: mkg_launch_probe [--out FILE.json]   (needs an sm_90 GPU; prints a table)
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -97,6 +100,7 @@ static __device__ __forceinline__ void probe_stage(int ev, int kt)
 #define mkg_gemm_persistent_sm90 mkg_probe_persistent_sm90
 #include "mkg_gemm_sm90.cuh"
 #undef mkg_gemm_persistent_sm90
+#include "mkg_dispatch_sm90.cuh"
 #include "probe_common.h"
 
 #include "mkg_gemm.h"
@@ -182,11 +186,54 @@ static void enq_stamp(cudaStream_t st, int i, void *c)
 
 // ---- 2. phase timeline of the shipped kernel ----------------------------------------
 
+// bench/mkg_bench_dispatch.cu's kernel (bf16, plain bf16 stores) with the probe marks.
+__global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
+probe_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, const int *__restrict__ m_cur,
+                      unsigned int *err, int layer)
+{
+    extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
+    const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
+    if (threadIdx.x == 0) {
+        MKG_PROBE(0);
+        mkg_dispatch_prefetch_maps(rows, count, layer, m_cur);
+        mkg_smem_init(&sm);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+        MKG_PROBE(1);
+    mkg_ring ring = mkg_ring_start();
+    const mkg_gemm_params *p = NULL;
+    int m = 0, units = 0;
+    if (threadIdx.x < 128) {
+        mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
+        if (threadIdx.x == 0) {
+            const int s = mkg_dispatch_begin<MKG_DTYPE_BF16, 0, MKG_DTYPE_BF16>(rows, count, m_cur, layer, err, &ring,
+                                                                             &sm, 1, &p, &m, &units);
+            MKG_PROBE(2);
+            for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
+                mkg_dispatch_produce<0, true>(p, s, m, u, &ring, &sm);
+            MKG_PROBE_DONE();
+        }
+    } else {
+        mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
+        const int wg = threadIdx.x / 128 - 1;
+        const int s = mkg_dispatch_begin<MKG_DTYPE_BF16, 0, MKG_DTYPE_BF16>(rows, count, m_cur, layer, err, &ring,
+                                                                         &sm, 0, &p, &m, &units);
+        for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
+            mkg_dispatch_consume<MKG_DTYPE_BF16, MKG_DTYPE_BF16>(p, s, m, u, &ring, &sm, wg);
+        MKG_PROBE(5 + 4 * wg);
+        mkg_epilogue_drain();
+        MKG_PROBE(6 + 4 * wg);
+        MKG_PROBE_DONE();
+    }
+}
+
 struct probe_case {
     const char *name;
     int m, n, k;
     const char *schedule;
     int rotate;     /* 1: rotate inputs through > 2 x L2 (as the bench); 0: one set, L2-resident */
+    int dispatch;   /* 1: the one-GEMM dispatch kernel (a one-layer table per input set) */
 };
 
 static const void *probe_kernel(int s)
@@ -226,7 +273,7 @@ struct phase_row {
 static phase_row run_case(const probe_case *pc, cudaStream_t st)
 {
     const int s = mkg_schedule_find(pc->schedule);
-    const void *kernel = s >= 0 ? probe_kernel(s) : NULL;
+    const void *kernel = s < 0 ? NULL : pc->dispatch ? (const void *)probe_dispatch_kernel : probe_kernel(s);
     if (!kernel) {
         fprintf(stderr, "launch_probe: no probe kernel for %s\n", pc->schedule);
         exit(1);
@@ -240,6 +287,7 @@ static phase_row run_case(const probe_case *pc, cudaStream_t st)
     if (sets > 32)
         sets = 32;
     std::vector<mkg_gemm_params> params(sets);
+    std::vector<mkg_table *> tables(sets, nullptr);
     std::vector<void *> bufs;
     for (int i = 0; i < sets; ++i) {
         uint16_t *a, *b, *c;
@@ -263,6 +311,32 @@ static phase_row run_case(const probe_case *pc, cudaStream_t st)
             fprintf(stderr, "launch_probe: encode %s: %s\n", pc->name, mkg_status_string(ms));
             exit(1);
         }
+        if (pc->dispatch) {
+            // One layer, every M bucket planned with the case's schedule.
+            mkg_layer_desc l;
+            memset(&l, 0, sizeof l);
+            l.n = pc->n, l.k = pc->k;
+            l.in_type = l.c_type = MKG_DTYPE_BF16;
+            l.a = a, l.b = b, l.c = c;
+            l.lda = l.ldb = pc->k, l.ldc = pc->n;
+            l.epilogue = MKG_EPI_STORE;
+            l.m_max = pc->m;
+            l.mode = MKG_MODE_INVARIANT;
+            l.kc = pc->k;
+            mkg_layer_plan pl;
+            memset(&pl, 0, sizeof pl);
+            pl.kc = pc->k;
+            pl.buckets = mkg_bucket_count(pc->m);
+            for (int b2 = 0; b2 < pl.buckets; ++b2)
+                pl.schedule[b2] = (unsigned char)s;
+            mkg_status ts = mkg_table_create(&l, 1, &pl, &tables[i]);
+            if (ts == MKG_OK)
+                ts = mkg_table_set_m(tables[i], 0, pc->m, st);
+            if (ts != MKG_OK) {
+                fprintf(stderr, "launch_probe: table %s: %s\n", pc->name, mkg_status_string(ts));
+                exit(1);
+            }
+        }
     }
     CK(cudaStreamSynchronize(st));
     const int units = ((pc->m + info->tile_m - 1) / info->tile_m) * ((pc->n + info->tile_n - 1) / info->tile_n);
@@ -274,8 +348,21 @@ static phase_row run_case(const probe_case *pc, cudaStream_t st)
     cudaGraph_t g;
     cudaGraphExec_t ge;
     CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    const mkg_layer_dev *drows[32];
+    int *dm[32];
+    unsigned int *derr[32];
+    int dcount = 1, dlayer = 0;
+    for (int i = 0; pc->dispatch && i < sets; ++i) {
+        drows[i] = mkg_table_rows(tables[i]);
+        dm[i] = mkg_table_m(tables[i]);
+        derr[i] = mkg_table_error(tables[i]);
+    }
     for (int i = 0; i < launches; ++i) {
-        void *args[4] = {&params[i % sets], &raster, &group, &split};
+        void *args[5] = {&params[i % sets], &raster, &group, &split, NULL};
+        if (pc->dispatch) {
+            args[0] = &drows[i % sets], args[1] = &dcount, args[2] = &dm[i % sets], args[3] = &derr[i % sets];
+            args[4] = &dlayer;
+        }
         cudaLaunchConfig_t cfg;
         cudaLaunchAttribute attr[1];
         memset(&cfg, 0, sizeof cfg);
@@ -377,6 +464,14 @@ static phase_row run_case(const probe_case *pc, cudaStream_t st)
     CK(cudaGraphDestroy(g));
     CK(cudaEventDestroy(e0));
     CK(cudaEventDestroy(e1));
+    for (int i = 0; pc->dispatch && i < sets; ++i) {
+        unsigned int word = 0;
+        if (mkg_table_take_error(tables[i], &word, st) != MKG_OK || word) {
+            fprintf(stderr, "launch_probe: %s: dispatch error word 0x%x\n", pc->name, word);
+            exit(1);
+        }
+        mkg_table_destroy(tables[i]);
+    }
     for (void *p : bufs)
         CK(cudaFree(p));
     return row;
@@ -447,21 +542,26 @@ int main(int argc, char **argv)
            median(fgap), median(fdur));
 
     static const probe_case cases[] = {
-        {"tiny_128x64x64", 128, 64, 64, "m128n64k64_s6_rn_g8", 1},
-        {"tiny_128x64x64_l2", 128, 64, 64, "m128n64k64_s6_rn_g8", 0},
-        {"square_768", 768, 768, 768, "m128n64k64_s6_rn_g8", 1},
-        {"square_768_l2", 768, 768, 768, "m128n64k64_s6_rn_g8", 0},
-        {"square_768_n128", 768, 768, 768, "m128n128k64_s6_rn_g8", 1},
-        {"square_1024", 1024, 1024, 1024, "m128n64k64_s6_rn_g8", 1},
-        {"llama32_1b_o_m512", 512, 2048, 2048, "m128n64k64_s6_rn_g8", 1},
-        {"llama32_1b_o_m1", 1, 2048, 2048, "m16n64k64_s16_swap_rn_g8", 1},
-        {"llama32_1b_o_m1_k64", 1, 2048, 64, "m16n64k64_s16_swap_rn_g8", 1},
-        {"llama32_1b_o_m1_k64_l2", 1, 2048, 64, "m16n64k64_s16_swap_rn_g8", 0},
-        {"n256s4_1024x4096x4096", 1024, 4096, 4096, "m128n256k64_s4_rn_g8", 1},
-        {"n256s3_1024x4096x4096", 1024, 4096, 4096, "m128n256k64_s3_rn_g8", 1},
-        {"n256s4_1024x4096x2048", 1024, 4096, 2048, "m128n256k64_s4_rn_g8", 1},
-        {"n256s4c2_1024x4096x4096", 1024, 4096, 4096, "m128n256k64_s4_rn_g8_c2", 1},
-        {"n256s4_1024x4096x4096_l2", 1024, 4096, 4096, "m128n256k64_s4_rn_g8", 0},
+        {"tiny_128x64x64", 128, 64, 64, "m128n64k64_s6_rn_g8", 1, 0},
+        {"tiny_128x64x64_l2", 128, 64, 64, "m128n64k64_s6_rn_g8", 0, 0},
+        {"square_768", 768, 768, 768, "m128n64k64_s6_rn_g8", 1, 0},
+        {"square_768_l2", 768, 768, 768, "m128n64k64_s6_rn_g8", 0, 0},
+        {"square_768_n128", 768, 768, 768, "m128n128k64_s6_rn_g8", 1, 0},
+        {"square_1024", 1024, 1024, 1024, "m128n64k64_s6_rn_g8", 1, 0},
+        {"llama32_1b_o_m512", 512, 2048, 2048, "m128n64k64_s6_rn_g8", 1, 0},
+        {"llama32_1b_o_m1", 1, 2048, 2048, "m16n64k64_s16_swap_rn_g8", 1, 0},
+        {"llama32_1b_o_m1_k64", 1, 2048, 64, "m16n64k64_s16_swap_rn_g8", 1, 0},
+        {"llama32_1b_o_m1_k64_l2", 1, 2048, 64, "m16n64k64_s16_swap_rn_g8", 0, 0},
+        {"n256s4_1024x4096x4096", 1024, 4096, 4096, "m128n256k64_s4_rn_g8", 1, 0},
+        {"n256s3_1024x4096x4096", 1024, 4096, 4096, "m128n256k64_s3_rn_g8", 1, 0},
+        {"n256s4_1024x4096x2048", 1024, 4096, 2048, "m128n256k64_s4_rn_g8", 1, 0},
+        {"n256s4c2_1024x4096x4096", 1024, 4096, 4096, "m128n256k64_s4_rn_g8_c2", 1, 0},
+        {"n256s4_1024x4096x4096_l2", 1024, 4096, 4096, "m128n256k64_s4_rn_g8", 0, 0},
+        {"disp_square_768", 768, 768, 768, "m128n64k64_s6_rn_g8", 1, 1},
+        {"disp_square_768_l2", 768, 768, 768, "m128n64k64_s6_rn_g8", 0, 1},
+        {"disp_llama32_1b_o_m512", 512, 2048, 2048, "m128n64k64_s6_rn_g8", 1, 1},
+        {"disp_llama32_1b_o_m1", 1, 2048, 2048, "m16n64k64_s16_swap_rn_g8", 1, 1},
+        {"disp_n256s4_1024x4096x4096", 1024, 4096, 4096, "m128n256k64_s4_rn_g8", 1, 1},
     };
     const int ncases = (int)(sizeof(cases) / sizeof(cases[0]));
     phase_row rows[sizeof(cases) / sizeof(cases[0])];
@@ -489,10 +589,11 @@ int main(int argc, char **argv)
         for (int i = 0; i < ncases; ++i) {
             const phase_row &r = rows[i];
             fprintf(fp,
-                    "  {\"case\": \"%s\", \"rotate\": %d, \"M\": %d, \"N\": %d, \"K\": %d, \"schedule\": \"%s\", \"grid\": %d, "
+                    "  {\"case\": \"%s\", \"rotate\": %d, \"M\": %d, \"N\": %d, \"K\": %d, \"schedule\": \"%s\", \"dispatch\": %d, \"grid\": %d, "
                     "\"us_per_launch\": %.3f, \"gap\": %.3f, \"entry_spread\": %.3f, \"init\": %.3f, \"producer_start\": %.3f, "
                     "\"first_stage\": %.3f, \"k_loop\": %.3f, \"epilogue\": %.3f, \"drain\": %.3f, \"total\": %.3f}%s\n",
-                    cases[i].name, cases[i].rotate, cases[i].m, cases[i].n, cases[i].k, cases[i].schedule, r.grid, r.us_per_launch,
+                    cases[i].name, cases[i].rotate, cases[i].m, cases[i].n, cases[i].k, cases[i].schedule,
+                    cases[i].dispatch, r.grid, r.us_per_launch,
                     r.gap, r.spread, r.init, r.prod, r.first, r.loop, r.epi, r.drain, r.total,
                     i + 1 < ncases ? "," : "");
         }
