@@ -74,19 +74,27 @@ static __device__ __forceinline__ int mkg_dispatch_pick(const mkg_layer_dev *row
     if (layer < 0 || layer >= count)
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_BAD_LAYER);
     const mkg_layer_dev *r = rows + layer;
-    if (!r->planned)
-        return mkg_dispatch_fail(err, layer, MKG_DISPATCH_NOT_PLANNED);
+    // NOTE: every field the checks need is loaded first, so the loads go out together: with each
+    // load behind the previous check's early return they ran one after another, a chain of
+    // L2 round trips of ~1.5-2.3 us before the first TMA load (the launch probe's disp_*
+    // cases, bench/NOTES.md v46). Only the bucket's schedule depends on a loaded value (M).
+    const int planned = r->planned, m_max = r->m_max, buckets = r->buckets;
+    const int in_type = r->params.in_type, k = r->params.k, kc = r->params.kc;
+    const int epilogue = r->params.epilogue, c_type = r->params.c_type;
+    const bool signals = r->params.deps.done != nullptr;
     *m = m_cur[layer];
-    if (*m < 1 || *m > r->m_max)
+    if (!planned)
+        return mkg_dispatch_fail(err, layer, MKG_DISPATCH_NOT_PLANNED);
+    if (*m < 1 || *m > m_max)
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_M_RANGE);
-    if (r->params.in_type != DT)
+    if (in_type != DT)
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_BAD_DTYPE);
-    if (!CHUNKS && mkg_chunk_count(r->params.k, r->params.kc) > 1)
+    if (!CHUNKS && mkg_chunk_count(k, kc) > 1)
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_CHUNKED);
-    if (OT >= 0 && (r->params.epilogue != MKG_EPI_STORE || r->params.deps.done || r->params.c_type != OT))
+    if (OT >= 0 && (epilogue != MKG_EPI_STORE || signals || c_type != OT))
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_NOT_PLAIN);
     const int b = mkg_bucket_of(*m);
-    if (b >= r->buckets || b >= MKG_MAX_BUCKETS)
+    if (b >= buckets || b >= MKG_MAX_BUCKETS)
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_M_RANGE);
     const int s = r->schedule[b];
     if (s >= MKG_SCHED_COUNT || !mkg_dispatch_runs(s) || (CHUNKS && !mkg_dispatch_chunk_capable(s)))
