@@ -9,43 +9,7 @@
  * A layer of another kind is reported as MKG_DISPATCH_NOT_PLAIN and skipped.
  */
 #include "mkg_bench_dispatch.h"
-#include "mkg_dispatch_sm90.cuh"
-
-// ---- kernel ------------------------------------------------------------------------------
-
-template <int DT, int OT>
-__global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
-mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, const int *__restrict__ m_cur,
-                          unsigned int *err, int layer)
-{
-    extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
-    const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
-    if (threadIdx.x == 0) {
-        mkg_dispatch_prefetch_maps(rows, count, layer, m_cur);
-        mkg_smem_init(&sm);
-    }
-    __syncthreads();
-
-    mkg_ring ring = mkg_ring_start();
-    const mkg_gemm_params *p = NULL;
-    int m = 0, units = 0;
-    if (threadIdx.x < 128) {
-        mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
-        if (threadIdx.x == 0) {
-            const int s = mkg_dispatch_begin<DT, 0, OT>(rows, count, m_cur, layer, err, &ring, &sm, 1, &p, &m,
-                                                        &units);
-            for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
-                mkg_dispatch_produce<0, true>(p, s, m, u, &ring, &sm);
-        }
-    } else {
-        mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
-        const int wg = threadIdx.x / 128 - 1;
-        const int s = mkg_dispatch_begin<DT, 0, OT>(rows, count, m_cur, layer, err, &ring, &sm, 0, &p, &m, &units);
-        for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
-            mkg_dispatch_consume<DT, OT>(p, s, m, u, &ring, &sm, wg);
-        mkg_epilogue_drain();
-    }
-}
+#include "mkg_bench_dispatch_kernel.cuh"
 
 // ---- launcher ----------------------------------------------------------------------------
 

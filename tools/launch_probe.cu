@@ -100,7 +100,10 @@ static __device__ __forceinline__ void probe_stage(int ev, int kt)
 #define mkg_gemm_persistent_sm90 mkg_probe_persistent_sm90
 #include "mkg_gemm_sm90.cuh"
 #undef mkg_gemm_persistent_sm90
-#include "mkg_dispatch_sm90.cuh"
+// The bench's dispatch kernel with the marks, under a name of its own as above.
+#define mkg_bench_dispatch_kernel mkg_probe_dispatch_kernel
+#include "mkg_bench_dispatch_kernel.cuh"
+#undef mkg_bench_dispatch_kernel
 #include "probe_common.h"
 
 #include "mkg_gemm.h"
@@ -186,48 +189,6 @@ static void enq_stamp(cudaStream_t st, int i, void *c)
 
 // ---- 2. phase timeline of the shipped kernel ----------------------------------------
 
-// bench/mkg_bench_dispatch.cu's kernel (bf16, plain bf16 stores) with the probe marks.
-__global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
-probe_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, const int *__restrict__ m_cur,
-                      unsigned int *err, int layer)
-{
-    extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
-    const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
-    if (threadIdx.x == 0) {
-        MKG_PROBE(0);
-        mkg_dispatch_prefetch_maps(rows, count, layer, m_cur);
-        mkg_smem_init(&sm);
-    }
-    __syncthreads();
-    if (threadIdx.x == 0)
-        MKG_PROBE(1);
-    mkg_ring ring = mkg_ring_start();
-    const mkg_gemm_params *p = NULL;
-    int m = 0, units = 0;
-    if (threadIdx.x < 128) {
-        mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
-        if (threadIdx.x == 0) {
-            const int s = mkg_dispatch_begin<MKG_DTYPE_BF16, 0, MKG_DTYPE_BF16>(rows, count, m_cur, layer, err, &ring,
-                                                                             &sm, 1, &p, &m, &units);
-            MKG_PROBE(2);
-            for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
-                mkg_dispatch_produce<0, true>(p, s, m, u, &ring, &sm);
-            MKG_PROBE_DONE();
-        }
-    } else {
-        mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
-        const int wg = threadIdx.x / 128 - 1;
-        const int s = mkg_dispatch_begin<MKG_DTYPE_BF16, 0, MKG_DTYPE_BF16>(rows, count, m_cur, layer, err, &ring,
-                                                                         &sm, 0, &p, &m, &units);
-        for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
-            mkg_dispatch_consume<MKG_DTYPE_BF16, MKG_DTYPE_BF16>(p, s, m, u, &ring, &sm, wg);
-        MKG_PROBE(5 + 4 * wg);
-        mkg_epilogue_drain();
-        MKG_PROBE(6 + 4 * wg);
-        MKG_PROBE_DONE();
-    }
-}
-
 struct probe_case {
     const char *name;
     int m, n, k;
@@ -273,7 +234,9 @@ struct phase_row {
 static phase_row run_case(const probe_case *pc, cudaStream_t st)
 {
     const int s = mkg_schedule_find(pc->schedule);
-    const void *kernel = s < 0 ? NULL : pc->dispatch ? (const void *)probe_dispatch_kernel : probe_kernel(s);
+    const void *kernel = s < 0             ? NULL
+                         : pc->dispatch ? (const void *)mkg_probe_dispatch_kernel<MKG_DTYPE_BF16, MKG_DTYPE_BF16>
+                                        : probe_kernel(s);
     if (!kernel) {
         fprintf(stderr, "launch_probe: no probe kernel for %s\n", pc->schedule);
         exit(1);

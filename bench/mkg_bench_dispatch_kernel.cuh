@@ -1,0 +1,53 @@
+/* mkg_bench_dispatch_kernel.cuh - the one-GEMM dispatch kernel of the benchmark (see
+ * mkg_bench_dispatch.cu), in a header so that tools/launch_probe.cu instruments this very code:
+ * its MKG_PROBE marks are empty unless the includer defines them (device/mkg_ptx_sm90.cuh).
+ * Point 2 is "schedule picked" here (the shipped kernel's is "producer start").
+ */
+#ifndef MKG_BENCH_DISPATCH_KERNEL_CUH
+#define MKG_BENCH_DISPATCH_KERNEL_CUH
+
+#include "mkg_dispatch_sm90.cuh"
+
+template <int DT, int OT>
+__global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
+mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, const int *__restrict__ m_cur,
+                          unsigned int *err, int layer)
+{
+    extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
+    const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
+    if (threadIdx.x == 0) {
+        MKG_PROBE(0);
+        mkg_dispatch_prefetch_maps(rows, count, layer, m_cur);
+        mkg_smem_init(&sm);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+        MKG_PROBE(1);
+
+    mkg_ring ring = mkg_ring_start();
+    const mkg_gemm_params *p = NULL;
+    int m = 0, units = 0;
+    if (threadIdx.x < 128) {
+        mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
+        if (threadIdx.x == 0) {
+            const int s = mkg_dispatch_begin<DT, 0, OT>(rows, count, m_cur, layer, err, &ring, &sm, 1, &p, &m,
+                                                        &units);
+            MKG_PROBE(2);
+            for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
+                mkg_dispatch_produce<0, true>(p, s, m, u, &ring, &sm);
+            MKG_PROBE_DONE();
+        }
+    } else {
+        mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
+        const int wg = threadIdx.x / 128 - 1;
+        const int s = mkg_dispatch_begin<DT, 0, OT>(rows, count, m_cur, layer, err, &ring, &sm, 0, &p, &m, &units);
+        for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
+            mkg_dispatch_consume<DT, OT>(p, s, m, u, &ring, &sm, wg);
+        MKG_PROBE(5 + 4 * wg);
+        mkg_epilogue_drain();
+        MKG_PROBE(6 + 4 * wg);
+        MKG_PROBE_DONE();
+    }
+}
+
+#endif /* MKG_BENCH_DISPATCH_KERNEL_CUH */
