@@ -5,10 +5,14 @@
 // reads has finished (so "counter reached rows x columns" really means "rows complete").
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "mkg_megakernel.h"
 #include "mkg_mk_graph.h"
 #include "mkgemm.h"
 
@@ -229,4 +233,28 @@ TEST(MegakernelGraph, RandomInterleavingsNeverDeadlockNorRunEarly)
             }
         }
     EXPECT_GT(runs, 50);
+}
+
+// The printed plan is the one the megakernel runs: its layers are described with the SM count
+// the planner's K chunks depend on (mkg_plan_kc_decode), so the 1B down layer (K 8192, 16
+// tiles of 128) is cut into chunks and planned split at M = 1 (before the fix the plan print
+// described the layers with 0 SMs, got one chunk and printed an unsplit row).
+TEST(MegakernelGraph, PrintedPlanSplitsTheDownLayerAtDecode)
+{
+    mkg_model_config c = mkg_model_config_llama32_1b();
+    c.layers = 1;
+    c.max_tokens = 64;
+    char *buf = nullptr;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ASSERT_NE(f, nullptr);
+    const int ms[] = {1};
+    ASSERT_EQ(mkg_mk_plan_print(&c, ms, 1, f), MKG_OK);
+    fclose(f);
+    const std::string out(buf, len);
+    free(buf);
+    const size_t down = out.find("down+res");
+    ASSERT_NE(down, std::string::npos) << out;
+    const std::string line = out.substr(down, out.find('\n', down) - down);
+    EXPECT_NE(line.find("_sk"), std::string::npos) << "M = 1 down layer planned unsplit: " << line;
 }
