@@ -1,7 +1,8 @@
 /* mkg_bench_dispatch_kernel.cuh - the one-GEMM dispatch kernel of the benchmark (see
  * mkg_bench_dispatch.cu), in a header so that tools/launch_probe.cu instruments this very code:
  * its MKG_PROBE marks are empty unless the includer defines them (device/mkg_ptx_sm90.cuh).
- * Point 2 is "schedule picked" here (the shipped kernel's is "producer start").
+ * Point 2 is "schedule picked" here (the shipped kernel's is "producer start"); the pick itself
+ * runs on warp 1 beside the barrier init, so it lands in point 1.
  */
 #ifndef MKG_BENCH_DISPATCH_KERNEL_CUH
 #define MKG_BENCH_DISPATCH_KERNEL_CUH
@@ -14,11 +15,16 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
                           unsigned int *err, int layer)
 {
     extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
+    __shared__ mkg_dispatch_slot slot;
     const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
+    // Thread 0 starts the tensor maps towards the L2 and sets up the barriers while warp 1
+    // picks the schedule (v47 in bench/NOTES.md): the CTA barrier then waits for the slower.
     if (threadIdx.x == 0) {
         MKG_PROBE(0);
-        mkg_dispatch_prefetch_maps(rows, count, layer, m_cur);
+        mkg_dispatch_prefetch_maps(rows, count, layer);
         mkg_smem_init(&sm);
+    } else if (threadIdx.x / 32 == 1) {
+        mkg_dispatch_pick_warp<DT, 0, OT>(rows, count, m_cur, layer, err, &slot);
     }
     __syncthreads();
     if (threadIdx.x == 0)
@@ -30,8 +36,7 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
     if (threadIdx.x < 128) {
         mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
         if (threadIdx.x == 0) {
-            const int s = mkg_dispatch_begin<DT, 0, OT>(rows, count, m_cur, layer, err, &ring, &sm, 1, &p, &m,
-                                                        &units);
+            const int s = mkg_dispatch_begin_slot(rows, layer, &slot, &ring, &sm, 1, &p, &m, &units);
             MKG_PROBE(2);
             for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
                 mkg_dispatch_produce<0, true>(p, s, m, u, &ring, &sm);
@@ -40,7 +45,7 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
     } else {
         mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
         const int wg = threadIdx.x / 128 - 1;
-        const int s = mkg_dispatch_begin<DT, 0, OT>(rows, count, m_cur, layer, err, &ring, &sm, 0, &p, &m, &units);
+        const int s = mkg_dispatch_begin_slot(rows, layer, &slot, &ring, &sm, 0, &p, &m, &units);
         for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
             mkg_dispatch_consume<DT, OT>(p, s, m, u, &ring, &sm, wg);
         MKG_PROBE(5 + 4 * wg);

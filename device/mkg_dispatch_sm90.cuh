@@ -102,6 +102,130 @@ static __device__ __forceinline__ int mkg_dispatch_pick(const mkg_layer_dev *row
     return s;
 }
 
+// ---- the pick by one warp, once per launch (one-GEMM dispatch kernels) ---------------
+//
+// mkg_dispatch_pick runs on every thread of both roles after the CTA's barrier init: even with
+// its loads issued together it is two dependent round trips (the fields, then the bucket's
+// schedule) and the unit count's loads, ~1 us before the first TMA load (v46 in bench/NOTES.md).
+// Here one warp reads everything at once, one 32-bit word per lane (M, the checked fields, N and
+// all MKG_MAX_BUCKETS schedule bytes), picks with shuffles and leaves the answer in shared memory;
+// run it beside the barrier init, and after the CTA barrier every role starts from the slot.
+// Same checks in the same order, same error codes as mkg_dispatch_pick.
+
+/** A pick left in shared memory: schedule (-1: the layer is skipped), M and the unit count. */
+typedef struct mkg_dispatch_slot {
+    int s, m, units;
+} mkg_dispatch_slot;
+
+// Work units of schedule s at M from N, K and KC held in registers (ONE: one K chunk).
+template <bool ONE>
+static __device__ __forceinline__ int mkg_dispatch_units_of(int s, int m, int n, int k, int kc)
+{
+    switch (s) {
+#define MKG_X_UNITS_OF(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                    \
+    case MKG_SCHED_##name:                                                                        \
+        return mkg_ceil_div(m, tm) * mkg_ceil_div(n, tn) *                                       \
+               (ONE ? 1 : mkg_split_count(split, mkg_chunk_count(k, kc)));
+        MKG_SCHEDULE_LIST(MKG_X_UNITS_OF)
+#undef MKG_X_UNITS_OF
+    default: return 0;
+    }
+}
+
+// Lanes of the warp pick: lane 0 loads M, lanes 1..MKG_PICK_SCHED - 1 one field each, lanes
+// MKG_PICK_SCHED.. the schedule bytes, four per lane.
+#define MKG_PICK_SCHED 12
+static_assert(MKG_PICK_SCHED + (MKG_MAX_BUCKETS + 3) / 4 <= 32, "the warp pick loads one word per lane");
+static_assert(offsetof(mkg_layer_dev, schedule) % 4 == 0 && sizeof(mkg_layer_dev) % 4 == 0,
+              "schedule bytes are read as whole words inside the row");
+
+// Called by all 32 lanes of one warp. CHUNKS and OT as for mkg_dispatch_pick; lane 0 writes *out.
+template <int DT, int CHUNKS = 0, int OT = -1>
+static __device__ __forceinline__ void mkg_dispatch_pick_warp(const mkg_layer_dev *rows, int count, const int *m_cur,
+                                                              int layer, unsigned int *err, mkg_dispatch_slot *out)
+{
+    const unsigned int all = 0xFFFFFFFFu;
+    const int lane = threadIdx.x & 31;
+    int s = -1, m = 0, units = 0;
+    if (layer < 0 || layer >= count) {
+        if (lane == 0)
+            mkg_dispatch_fail(err, layer, MKG_DISPATCH_BAD_LAYER);
+    } else {
+        constexpr size_t P = offsetof(mkg_layer_dev, params);
+        constexpr size_t DONE = P + offsetof(mkg_gemm_params, deps) + offsetof(mkg_gemm_deps, done);
+        const size_t off = lane == 1    ? offsetof(mkg_layer_dev, planned)
+                           : lane == 2  ? offsetof(mkg_layer_dev, m_max)
+                           : lane == 3  ? offsetof(mkg_layer_dev, buckets)
+                           : lane == 4  ? P + offsetof(mkg_gemm_params, in_type)
+                           : lane == 5  ? P + offsetof(mkg_gemm_params, k)
+                           : lane == 6  ? P + offsetof(mkg_gemm_params, kc)
+                           : lane == 7  ? P + offsetof(mkg_gemm_params, epilogue)
+                           : lane == 8  ? P + offsetof(mkg_gemm_params, c_type)
+                           : lane == 9  ? P + offsetof(mkg_gemm_params, n)
+                           : lane == 10 ? DONE
+                           : lane == 11 ? DONE + 4
+                                        : offsetof(mkg_layer_dev, schedule) + 4 * (size_t)(lane - MKG_PICK_SCHED);
+        const unsigned int *src = lane == 0 ? (const unsigned int *)(m_cur + layer)
+                                            : (const unsigned int *)((const char *)(rows + layer) + off);
+        const bool loads = lane < MKG_PICK_SCHED + (MKG_MAX_BUCKETS + 3) / 4;
+        const unsigned int v = loads ? *src : 0u;
+        m = (int)__shfl_sync(all, v, 0);
+        const int planned = (int)__shfl_sync(all, v, 1), m_max = (int)__shfl_sync(all, v, 2);
+        const int buckets = (int)__shfl_sync(all, v, 3), in_type = (int)__shfl_sync(all, v, 4);
+        const int k = (int)__shfl_sync(all, v, 5), kc = (int)__shfl_sync(all, v, 6);
+        const int epilogue = (int)__shfl_sync(all, v, 7), c_type = (int)__shfl_sync(all, v, 8);
+        const int n = (int)__shfl_sync(all, v, 9);
+        const bool signals = (__shfl_sync(all, v, 10) | __shfl_sync(all, v, 11)) != 0u;
+        const int b = mkg_bucket_of(m);
+        const int bi = min(max(b, 0), MKG_MAX_BUCKETS - 1);
+        const int sb = (int)((__shfl_sync(all, v, MKG_PICK_SCHED + bi / 4) >> (8 * (bi % 4))) & 0xFFu);
+        int why = MKG_DISPATCH_OK;
+        if (!planned)
+            why = MKG_DISPATCH_NOT_PLANNED;
+        else if (m < 1 || m > m_max)
+            why = MKG_DISPATCH_M_RANGE;
+        else if (in_type != DT)
+            why = MKG_DISPATCH_BAD_DTYPE;
+        else if (!CHUNKS && mkg_chunk_count(k, kc) > 1)
+            why = MKG_DISPATCH_CHUNKED;
+        else if (OT >= 0 && (epilogue != MKG_EPI_STORE || signals || c_type != OT))
+            why = MKG_DISPATCH_NOT_PLAIN;
+        else if (b >= buckets || b >= MKG_MAX_BUCKETS)
+            why = MKG_DISPATCH_M_RANGE;
+        else if (sb >= MKG_SCHED_COUNT || !mkg_dispatch_runs(sb) || (CHUNKS && !mkg_dispatch_chunk_capable(sb)))
+            why = MKG_DISPATCH_BAD_SCHEDULE;
+        if (why != MKG_DISPATCH_OK) {
+            if (lane == 0)
+                mkg_dispatch_fail(err, layer, why);
+        } else {
+            s = sb;
+            units = mkg_dispatch_units_of<!CHUNKS>(s, m, n, k, kc);
+        }
+    }
+    if (lane == 0) {
+        out->s = s;
+        out->m = m;
+        out->units = units;
+    }
+}
+
+// After the CTA barrier that follows mkg_dispatch_pick_warp: one role starts `layer` from the
+// slot (as mkg_dispatch_begin, without the pick). -1 when the layer is skipped.
+static __device__ __forceinline__ int mkg_dispatch_begin_slot(const mkg_layer_dev *rows, int layer,
+                                                              const mkg_dispatch_slot *slot, mkg_ring *r,
+                                                              const mkg_smem *sm, int producer,
+                                                              const mkg_gemm_params **p, int *m, int *units)
+{
+    const int s = slot->s;
+    if (s < 0)
+        return -1;
+    *p = &rows[layer].params;
+    *m = slot->m;
+    *units = slot->units;
+    mkg_ring_switch(r, sm, s, producer);
+    return s;
+}
+
 // Work units of schedule s at M (ONE: the layer is one K chunk).
 template <bool ONE>
 static __device__ __forceinline__ int mkg_dispatch_units(const mkg_gemm_params *p, int s, int m);

@@ -56,9 +56,13 @@ static MKG_HD int mkg_bucket_of(int m)
     if (m <= 2)
         return m < 1 ? 0 : m - 1;
     unsigned v = (unsigned)(m - 1);
+#ifdef __CUDA_ARCH__
+    const int e = 31 - __clz((int)v);           /* floor(log2(m - 1)): 2^e < m <= 2^(e+1) */
+#else
     int e = 0;                                  /* floor(log2(m - 1)): 2^e < m <= 2^(e+1) */
     while (v >>= 1)
         ++e;
+#endif
     return (2 * m <= 3 << e) ? 2 * e : 2 * e + 1;  /* m <= 3 * 2^(e-1): the midpoint bucket */
 }
 

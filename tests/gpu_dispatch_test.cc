@@ -160,6 +160,47 @@ TEST_F(Dispatch, PlainStoreKernelReportsOtherEpilogues)
     }
 }
 
+// The plain variant's warp pick reads the schedule byte of M's bucket out of the row's
+// words: a bad byte at each of the four positions of a word (buckets 0, 5, 11 and 16 for
+// M = 1, 7, 64 and 300) is found, reported for its layer, and that layer alone is skipped.
+TEST_F(Dispatch, PlainStoreKernelReportsACorruptedEntryAtEveryBytePosition)
+{
+    char *row1 = reinterpret_cast<char *>(const_cast<mkg_layer_dev *>(mkg_table_rows(table_)) + 1);
+    for (int m : {1, 7, 64, 300}) {
+        const int b = mkg_bucket_of(m);
+        unsigned char keep = 0;
+        const unsigned char bad = 250;
+        char *at = row1 + offsetof(mkg_layer_dev, schedule) + b;
+        ASSERT_EQ(cudaMemcpy(&keep, at, 1, cudaMemcpyDeviceToHost), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(at, &bad, 1, cudaMemcpyHostToDevice), cudaSuccess);
+        unsigned int err = 0;
+        ASSERT_NO_FATAL_FAILURE(launch({m, m, m}, 132, 1, &err));
+        EXPECT_EQ(err, (2u << 8) | MKG_DISPATCH_BAD_SCHEDULE) << "M=" << m << " (bucket " << b << ")";
+        EXPECT_EQ(mkg_case_outside_writes(&layers_[1].big, 0), 0) << "M=" << m << ": the bad layer was skipped";
+        for (int i : {0, 2}) {
+            mkg_case &c = layers_[i].big;
+            EXPECT_EQ(mkg_case_outside_writes(&c, m), 0) << "layer " << i << " M=" << m;
+            ASSERT_EQ(mkg_case_keep(&c), MKG_OK);
+            ASSERT_EQ(mkg_case_run(&c, 0, 0, m), MKG_OK);
+            EXPECT_EQ(mkg_case_mismatch_vs_keep(&c, m), 0) << "layer " << i << " M=" << m;
+        }
+        ASSERT_EQ(cudaMemcpy(at, &keep, 1, cudaMemcpyHostToDevice), cudaSuccess);
+    }
+    run_and_check({300, 3, 300}, 132, 1);   // the restored table runs again
+}
+
+// The device computes buckets with a count-leading-zeros path, the host with a loop.
+TEST_F(Dispatch, DeviceBucketsMatchTheHost)
+{
+    const int n = 1 << 20;
+    std::vector<int> dev(n);
+    ASSERT_EQ(mkg_test_device_buckets(n, dev.data()), 0);
+    int bad = 0;
+    for (int m = 1; m <= n; ++m)
+        bad += dev[m - 1] != mkg_bucket_of(m);
+    EXPECT_EQ(bad, 0);
+}
+
 TEST_F(Dispatch, HostRefusesMOutsideTheTable)
 {
     EXPECT_EQ(mkg_table_set_m(table_, 0, 0, 0), MKG_ERR_BAD_M);
