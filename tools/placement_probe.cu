@@ -4,7 +4,7 @@
 // fewer units than SMs only CTAs 0 .. units - 1 work. If the hardware places consecutive CTAs on
 // SMs of the same GPC, those units share a fraction of the chip's L2 / memory bandwidth. This
 // program measures it: a weight-streaming kernel (each active CTA reads its own 2 MB slice with
-// 16-byte loads from all 384 threads, inputs rotated through more than L2) with the same 132 CTAs
+// 16-byte loads from all 384 threads, 16 in flight per thread, inputs rotated through more than L2) with the same 132 CTAs
 // resident, and active sets of the first n CTAs or n CTAs spread over the index range
 // (CTA floor(j * grid / n) for j < n). It also prints the SM each CTA landed on.
 // Usage: mkg_placement_probe   (needs an sm_90 GPU)
@@ -19,6 +19,7 @@
 #define SLICE_BYTES (2u << 20)
 #define THREADS 384
 #define SMEM_BYTES (200 * 1024)
+#define UNROLL 16                          /* 16-byte loads in flight per thread: 96 KB per SM */
 
 __device__ unsigned int g_smid[1024];
 __device__ float g_sink[1024];
@@ -47,13 +48,13 @@ __global__ void __launch_bounds__(THREADS, 1) k_stream(const uint4 *src, int n, 
         return;
     const uint4 *p = src + (size_t)slot * (SLICE_BYTES / 16);
     float acc = 0.0f;
-    for (unsigned int i = threadIdx.x; i < SLICE_BYTES / 16; i += 4 * THREADS) {
-        uint4 v[4];
+    for (unsigned int i = threadIdx.x; i < SLICE_BYTES / 16; i += UNROLL * THREADS) {
+        uint4 v[UNROLL];
 #pragma unroll
-        for (int q = 0; q < 4; ++q)
+        for (int q = 0; q < UNROLL; ++q)
             v[q] = __ldcs(p + i + q * THREADS);
 #pragma unroll
-        for (int q = 0; q < 4; ++q)
+        for (int q = 0; q < UNROLL; ++q)
             acc += __uint_as_float(v[q].x ^ v[q].y ^ v[q].z ^ v[q].w);
     }
     if (acc == 1234.5f)
