@@ -38,7 +38,7 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
         if (threadIdx.x == 0) {
             const int s = mkg_dispatch_begin_slot(rows, layer, &slot, &ring, &sm, 1, &p, &m, &units);
             MKG_PROBE(2);
-            for (int u = mkg_unit_first(units, gridDim.x, blockIdx.x); s >= 0 && u < units; u += gridDim.x)
+            for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
                 mkg_dispatch_produce<0, true>(p, s, m, u, &ring, &sm);
             MKG_PROBE_DONE();
         }
@@ -46,7 +46,7 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
         mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
         const int wg = threadIdx.x / 128 - 1;
         const int s = mkg_dispatch_begin_slot(rows, layer, &slot, &ring, &sm, 0, &p, &m, &units);
-        for (int u = mkg_unit_first(units, gridDim.x, blockIdx.x); s >= 0 && u < units; u += gridDim.x)
+        for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
             mkg_dispatch_consume<DT, OT>(p, s, m, u, &ring, &sm, wg);
         MKG_PROBE(5 + 4 * wg);
         mkg_epilogue_drain();

@@ -66,19 +66,6 @@ static MKG_HD mkg_tile mkg_tile_of_cluster_unit(int u, int rank, int cl, int til
     return t;
 }
 
-/* First work unit of CTA b in a grid of `grid` CTAs that walks `units` units as b, b + grid, ...
- * (returns >= units when it has none). With fewer units than CTAs the units are spread over
- * the grid, unit j on CTA floor(j * grid / units), instead of CTAs 0 .. units - 1 (CTAs
- * next to each other share a TPC on the H200: tools/placement_probe.cu; v48 in
- * bench/NOTES.md). Every unit has exactly one CTA. */
-static MKG_HD int mkg_unit_first(int units, int grid, int b)
-{
-    if (units >= grid)
-        return b;
-    const int j = (int)(((long long)b * units + grid - 1) / grid);   /* ceil(b units / grid) */
-    return (j < units && (int)((long long)j * grid / units) == b) ? j : units;
-}
-
 /* ---- canonical K chunks and split-K ---------------------------------------------
  * A layer's K is cut into chunks of KC elements (KC a multiple of the stage depth
  * TK, or KC >= K for one chunk). A schedule with SPLIT s cuts every tile's chunks

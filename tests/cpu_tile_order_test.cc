@@ -180,27 +180,3 @@ TEST(ChunkSplit, UnitsCountTilesTimesSplits)
         }
     }
 }
-
-// A persistent grid walks units from mkg_unit_first(units, grid, b) in steps of grid: every
-// unit is run by exactly one CTA, and with fewer units than CTAs they are spread (no two
-// units on neighbouring CTAs while units <= grid / 2).
-TEST(TileOrder, UnitFirstRunsEveryUnitOnceAndSpreadsFewUnits)
-{
-    for (int grid : {1, 7, 66, 132}) {
-        for (int units = 0; units <= 3 * grid + 5; ++units) {
-            std::vector<int> seen(static_cast<size_t>(units), 0), owner(static_cast<size_t>(units), -1);
-            for (int b = 0; b < grid; ++b)
-                for (int u = mkg_unit_first(units, grid, b); u < units; u += grid) {
-                    ASSERT_GE(u, 0);
-                    ++seen[static_cast<size_t>(u)];
-                    owner[static_cast<size_t>(u)] = b;
-                }
-            for (int u = 0; u < units; ++u)
-                ASSERT_EQ(seen[static_cast<size_t>(u)], 1) << "grid " << grid << " units " << units << " unit " << u;
-            if (units >= 2 && 2 * units <= grid)
-                for (int u = 1; u < units; ++u)
-                    EXPECT_GE(owner[static_cast<size_t>(u)] - owner[static_cast<size_t>(u - 1)], 2)
-                        << "grid " << grid << " units " << units;
-        }
-    }
-}
