@@ -61,6 +61,13 @@ __global__ void __launch_bounds__(THREADS, 1) k_stream(const uint4 *src, int n, 
         g_sink[b] = acc;
 }
 
+static void *g_smid_ptr(void)
+{
+    void *p = NULL;
+    CK(cudaGetSymbolAddress(&p, g_smid));
+    return p;
+}
+
 int main(void)
 {
     int sms = 0;
@@ -83,6 +90,22 @@ int main(void)
     printf("SM of CTA b (b = 0 .. %d):\n", sms - 1);
     for (int b = 0; b < sms; ++b)
         printf("%3u%s", smid[b], b % 22 == 21 ? "\n" : " ");
+    printf("\n");
+
+    // Where the hardware puts a grid of exactly n CTAs (one per SM, as the shipped kernel's
+    // min(units, SMs) grid), against the first n CTAs of the full grid above.
+    for (int n : {8, 16, 32, 64}) {
+        CK(cudaMemset(g_smid_ptr(), 0xff, sizeof(unsigned int) * 1024));
+        k_stream<<<n, THREADS, SMEM_BYTES>>>(buf, n, 0);
+        CK(cudaGetLastError());
+        CK(cudaDeviceSynchronize());
+        unsigned int got[1024];
+        CK(cudaMemcpyFromSymbol(got, g_smid, sizeof(unsigned int) * n));
+        printf("grid of %d CTAs, SM of CTA b:", n);
+        for (int b = 0; b < n; ++b)
+            printf(" %u", got[b]);
+        printf("\n");
+    }
     printf("\n");
 
     const int ns[] = {8, 16, 32, 48, 64, 96, 128, 132};
