@@ -38,8 +38,12 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
         if (threadIdx.x == 0) {
             const int s = mkg_dispatch_begin_slot(rows, layer, &slot, &ring, &sm, 1, &p, &m, &units);
             MKG_PROBE(2);
-            for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
-                mkg_dispatch_produce<0, true>(p, s, m, u, &ring, &sm);
+            if (s >= 0) {
+                const mkg_dispatch_shape h = slot.shape;
+                const int n = slot.n, k = slot.k;
+                for (int u = blockIdx.x; u < units; u += gridDim.x)
+                    mkg_dispatch_produce_rt(p, m, n, k, u, &h, &ring, &sm);
+            }
             MKG_PROBE_DONE();
         }
     } else {
