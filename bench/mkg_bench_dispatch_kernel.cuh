@@ -33,17 +33,16 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
     mkg_ring ring = mkg_ring_start();
     const mkg_gemm_params *p = NULL;
     int m = 0, units = 0;
-    if (threadIdx.x < 128) {
+    // NOTE: the producer's path marked likely, so that its code follows the CTA barrier instead of
+    // sitting past every row's consumer code (v50 in bench/NOTES.md); the consumers' first stage
+    // lands ~1.5 us after the producer's first load, time enough for their own code to arrive.
+    if (__builtin_expect(threadIdx.x < 128, 1)) {
         mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
         if (threadIdx.x == 0) {
             const int s = mkg_dispatch_begin_slot(rows, layer, &slot, &ring, &sm, 1, &p, &m, &units);
             MKG_PROBE(2);
-            if (s >= 0) {
-                const mkg_dispatch_shape h = slot.shape;
-                const int n = slot.n, k = slot.k;
-                for (int u = blockIdx.x; u < units; u += gridDim.x)
-                    mkg_dispatch_produce_rt(p, m, n, k, u, &h, &ring, &sm);
-            }
+            for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
+                mkg_dispatch_produce<0, true>(p, s, m, u, &ring, &sm);
             MKG_PROBE_DONE();
         }
     } else {

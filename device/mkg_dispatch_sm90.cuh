@@ -112,79 +112,10 @@ static __device__ __forceinline__ int mkg_dispatch_pick(const mkg_layer_dev *row
 // run it beside the barrier init, and after the CTA barrier every role starts from the slot.
 // Same checks in the same order, same error codes as mkg_dispatch_pick.
 
-/** A row's producer side at run time: what mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, 1, true>
- *  takes as template arguments (one-chunk layers, no cluster). */
-typedef struct mkg_dispatch_shape {
-    int tile_m, tile_n, tile_k, stages, order, band;   /* order, band: the RASTER and GROUP columns */
-    uint32_t stage_bytes, a_bytes;
-    int a_class, b_class;
-} mkg_dispatch_shape;
-
-/** A pick left in shared memory: schedule (-1: the layer is skipped), M, the unit count, and for
- *  the producer the layer's N and K and the row's shape. */
+/** A pick left in shared memory: schedule (-1: the layer is skipped), M and the unit count. */
 typedef struct mkg_dispatch_slot {
-    int s, m, units, n, k;
-    mkg_dispatch_shape shape;
+    int s, m, units;
 } mkg_dispatch_slot;
-
-// The producer shape of schedule s for input dtype DT (TK in elements of DT).
-template <int DT>
-static __device__ __forceinline__ mkg_dispatch_shape mkg_dispatch_shape_of(int s)
-{
-    mkg_dispatch_shape h = {};
-    switch (s) {
-#define MKG_X_SHAPE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                    \
-    case MKG_SCHED_##name: {                                                                                \
-        typedef mkg_shape<tm, tn, 128 / mkg_dtype_bytes<DT>(), st, swap> S;                                   \
-        h.tile_m = tm;                                                                                          \
-        h.tile_n = tn;                                                                                          \
-        h.tile_k = 128 / mkg_dtype_bytes<DT>();                                                                 \
-        h.stages = st;                                                                                          \
-        h.order = raster;                                                                                  \
-        h.band = group;                                                                                    \
-        h.stage_bytes = S::STAGE_BYTES;                                                                     \
-        h.a_bytes = S::A_BYTES;                                                                             \
-        h.a_class = mkg_box_class(tm);                                                                      \
-        h.b_class = mkg_box_class(tn);                                                                      \
-        break;                                                                                              \
-    }
-        MKG_SCHEDULE_LIST(MKG_X_SHAPE)
-#undef MKG_X_SHAPE
-    default: break;
-    }
-    return h;
-}
-
-// Producer thread, one-chunk layers: the TMA loads of one unit from the row's shape held at run
-// time. The same loads, in the same order, into the same ring slots as the templated
-// mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, 1, true> with pre = 0 (swap only changes the
-// consumers' operand roles), but one small loop for every row: the templated path is a switch over
-// every row's copy of this code, placed far from the kernel's entry, and its first run in a
-// launch starts cold (v49 in bench/NOTES.md). n, k: the layer's N and K.
-static __device__ __forceinline__ void mkg_dispatch_produce_rt(const mkg_gemm_params *p, int m, int n, int k,
-                                                               int unit, const mkg_dispatch_shape *h, mkg_ring *r,
-                                                               const mkg_smem *sm)
-{
-    const mkg_tile t =
-        mkg_tile_of_unit(unit, mkg_ceil_div(m, h->tile_m), mkg_ceil_div(n, h->tile_n), h->order, h->band);
-    const CUtensorMap *map_a = &p->a_map[h->a_class];
-    const CUtensorMap *map_b = &p->b_map[h->b_class];
-    const int kt_end = mkg_ceil_div(k, h->tile_k);
-    const int ya = t.m * h->tile_m, yb = t.n * h->tile_n;
-    for (int kt = 0; kt < kt_end; ++kt) {
-        const uint32_t s = r->slot;
-        MKG_PROBE_STAGE(0, kt);
-        mkg_ring_wait_empty(r, sm, s);
-        const uint32_t full = sm->full + 8u * s;
-        const uint32_t stage = sm->ring + s * h->stage_bytes;
-        mkg_mbarrier_arrive_expect_tx(full, h->stage_bytes);
-        mkg_tma_load_2d(stage, map_a, full, kt * h->tile_k, ya);
-        mkg_tma_load_2d(stage + h->a_bytes, map_b, full, kt * h->tile_k, yb);
-        MKG_PROBE_STAGE(1, kt);
-        r->parity ^= 1u << s;                                 // mkg_ring_advance<ST>
-        r->slot = s + 1 == (uint32_t)h->stages ? 0u : s + 1;
-    }
-}
 
 // Work units of schedule s at M from N, K and KC held in registers (ONE: one K chunk).
 template <bool ONE>
@@ -269,11 +200,6 @@ static __device__ __forceinline__ void mkg_dispatch_pick_warp(const mkg_layer_de
         } else {
             s = sb;
             units = mkg_dispatch_units_of<!CHUNKS>(s, m, n, k, kc);
-            if (lane == 0) {
-                out->n = n;
-                out->k = k;
-                out->shape = mkg_dispatch_shape_of<DT>(s);
-            }
         }
     }
     if (lane == 0) {

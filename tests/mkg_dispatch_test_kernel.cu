@@ -2,7 +2,7 @@
  * back to back, each dispatched on the device from the uploaded table by its
  * current M (the GPU dispatch tests call it through mkg_test_run_layers). Two variants:
  * the run-time epilogue (OT = -1, the calls of the README's example) and one compiled for
- * plain bf16 stores with the warp pick and the run-time one-chunk producer (OT = bf16, as the
+ * plain bf16 stores with the one-chunk producer path and the warp pick (OT = bf16, as the
  * benchmark's kernel).
  */
 #include "mkg_dispatch_sm90.cuh"
@@ -44,7 +44,7 @@ mkg_dispatch_test_kernel(const mkg_layer_dev *__restrict__ rows, int count, cons
                     if constexpr (OT < 0)
                         mkg_dispatch_produce(p, s, m, u, &ring, &sm);
                     else
-                        mkg_dispatch_produce_rt(p, m, slots[i].n, slots[i].k, u, &slots[i].shape, &ring, &sm);
+                        mkg_dispatch_produce<0, true>(p, s, m, u, &ring, &sm);
                 }
             }
         }
