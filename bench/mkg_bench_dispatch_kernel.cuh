@@ -33,10 +33,7 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
     mkg_ring ring = mkg_ring_start();
     const mkg_gemm_params *p = NULL;
     int m = 0, units = 0;
-    // NOTE: the producer's path marked likely, so that its code follows the CTA barrier instead of
-    // sitting past every row's consumer code (v50 in bench/NOTES.md); the consumers' first stage
-    // lands ~1.5 us after the producer's first load, time enough for their own code to arrive.
-    if (__builtin_expect(threadIdx.x < 128, 1)) {
+    if (threadIdx.x < 128) {
         mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
         if (threadIdx.x == 0) {
             const int s = mkg_dispatch_begin_slot(rows, layer, &slot, &ring, &sm, 1, &p, &m, &units);
