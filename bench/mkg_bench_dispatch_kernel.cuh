@@ -17,26 +17,23 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
     extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
     __shared__ mkg_dispatch_slot slot;
     const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
+    // Thread 0 starts the tensor maps towards the L2 and sets up the barriers while warp 1
+    // picks the schedule (v47 in bench/NOTES.md): the CTA barrier then waits for the slower.
+    if (threadIdx.x == 0) {
+        MKG_PROBE(0);
+        mkg_dispatch_prefetch_maps(rows, count, layer);
+        mkg_smem_init(&sm);
+    } else if (threadIdx.x / 32 == 1) {
+        mkg_dispatch_pick_warp<DT, 0, OT>(rows, count, m_cur, layer, err, &slot);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+        MKG_PROBE(1);
+
     mkg_ring ring = mkg_ring_start();
     const mkg_gemm_params *p = NULL;
     int m = 0, units = 0;
-    // Thread 0 starts the tensor maps towards the L2 and sets up the barriers while warp 1
-    // picks the schedule (v47 in bench/NOTES.md): the CTA barrier then waits for the slower.
-    // NOTE: that barrier (bar.sync 0 over all 384 threads) sits inside each role's branch, so the
-    // producer's code after it follows the code it has just run instead of a branch target past
-    // every row's consumer code (v51 in bench/NOTES.md).
     if (threadIdx.x < 128) {
-        if (threadIdx.x == 0) {
-            MKG_PROBE(0);
-            mkg_dispatch_prefetch_maps(rows, count, layer);
-            mkg_smem_init(&sm);
-        } else if (threadIdx.x / 32 == 1) {
-            mkg_dispatch_pick_warp<DT, 0, OT>(rows, count, m_cur, layer, err, &slot);
-        }
-        __syncwarp();
-        mkg_bar_sync(0, MKG_LAUNCH_THREADS);
-        if (threadIdx.x == 0)
-            MKG_PROBE(1);
         mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
         if (threadIdx.x == 0) {
             const int s = mkg_dispatch_begin_slot(rows, layer, &slot, &ring, &sm, 1, &p, &m, &units);
@@ -46,7 +43,6 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
             MKG_PROBE_DONE();
         }
     } else {
-        mkg_bar_sync(0, MKG_LAUNCH_THREADS);
         mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
         const int wg = threadIdx.x / 128 - 1;
         const int s = mkg_dispatch_begin_slot(rows, layer, &slot, &ring, &sm, 0, &p, &m, &units);
