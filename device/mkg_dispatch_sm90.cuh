@@ -104,20 +104,21 @@ static __device__ __forceinline__ int mkg_dispatch_pick(const mkg_layer_dev *row
 
 // ---- the pick by one warp, once per launch (one-GEMM dispatch kernels) ---------------
 //
-// mkg_dispatch_pick runs on every thread of both roles after the CTA's barrier init: even with
-// its loads issued together it is two dependent round trips (the fields, then the bucket's
-// schedule) and the unit count's loads, ~1 us before the first TMA load (v46 in bench/NOTES.md).
-// Here one warp reads everything at once, one 32-bit word per lane (M, the checked fields, N and
-// all MKG_MAX_BUCKETS schedule bytes), picks with shuffles and leaves the answer in shared memory;
+// mkg_dispatch_pick runs on every thread of both roles after the CTA's barrier init. Here one
+// warp reads everything at once, one 32-bit word per lane (M, the checked fields, N and all
+// MKG_MAX_BUCKETS schedule bytes), picks with shuffles and leaves the answer in shared memory;
 // run it beside the barrier init, and after the CTA barrier every role starts from the slot.
-// Same checks in the same order, same error codes as mkg_dispatch_pick.
+// Same checks in the same order, same error codes as mkg_dispatch_pick. Measured neutral per
+// launch against the per-thread pick (v47 in bench/NOTES.md: the ~1 us before the producer's
+// first load is not the pick), but it takes the pick off the launch's path.
 
 /** A pick left in shared memory: schedule (-1: the layer is skipped), M and the unit count. */
 typedef struct mkg_dispatch_slot {
     int s, m, units;
 } mkg_dispatch_slot;
 
-// Work units of schedule s at M from N, K and KC held in registers (ONE: one K chunk).
+// Work units of schedule s at M from N, K and KC held in registers (ONE: one K chunk), as
+// mkg_unit_count counts them for a plain (CL = 1) launch.
 template <bool ONE>
 static __device__ __forceinline__ int mkg_dispatch_units_of(int s, int m, int n, int k, int kc)
 {
@@ -130,6 +131,13 @@ static __device__ __forceinline__ int mkg_dispatch_units_of(int s, int m, int n,
 #undef MKG_X_UNITS_OF
     default: return 0;
     }
+}
+
+// The same from the params (ONE: the layer is one K chunk).
+template <bool ONE>
+static __device__ __forceinline__ int mkg_dispatch_units(const mkg_gemm_params *p, int s, int m)
+{
+    return mkg_dispatch_units_of<ONE>(s, m, p->n, p->k, p->kc);
 }
 
 // Lanes of the warp pick: lane 0 loads M, lanes 1..MKG_PICK_SCHED - 1 one field each, lanes
@@ -226,9 +234,6 @@ static __device__ __forceinline__ int mkg_dispatch_begin_slot(const mkg_layer_de
     return s;
 }
 
-// Work units of schedule s at M (ONE: the layer is one K chunk).
-template <bool ONE>
-static __device__ __forceinline__ int mkg_dispatch_units(const mkg_gemm_params *p, int s, int m);
 
 // One thread, first thing in the kernel: asks the L2 to fetch every tensor map of
 // `layer` (A, B and C in all box classes), and this SM's L1 to fetch the row's fields past
@@ -281,17 +286,6 @@ static __device__ __forceinline__ int mkg_dispatch_begin(const mkg_layer_dev *ro
     return s;
 }
 
-template <bool ONE>
-static __device__ __forceinline__ int mkg_dispatch_units(const mkg_gemm_params *p, int s, int m)
-{
-    switch (s) {
-#define MKG_X_UNITS(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) \
-    case MKG_SCHED_##name: return mkg_unit_count<tm, tn, 1, ONE>(p, m, split);
-        MKG_SCHEDULE_LIST(MKG_X_UNITS)
-#undef MKG_X_UNITS
-    default: return 0;
-    }
-}
 
 // Producer thread: the TMA loads of one unit of schedule s. DEPS = 1 (megakernels):
 // a GEMM's dependency wait sits here, once, between the two halves of the unit's loads.

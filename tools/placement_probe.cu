@@ -7,7 +7,7 @@
 // 16-byte loads from all 384 threads, 16 in flight per thread, inputs rotated through more than L2) with the same 132 CTAs
 // resident, and active sets of the first n CTAs or n CTAs spread over the index range
 // (CTA floor(j * grid / n) for j < n). It also prints the SM each CTA landed on.
-// Usage: mkg_placement_probe   (needs an sm_90 GPU)
+// Usage: build/bench/mkg_placement_probe   (needs an sm_90 GPU; target mkg_placement_probe)
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
