@@ -300,6 +300,7 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
     int pre = 0;
     if (DEPS && p->deps.wait) {
         int row0 = 0, row1 = 0;
+        const uint64_t t_reached = mkg_gemm_stamp_reached(p);
         switch (s) {
 #define MKG_X_B_FIRST(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                         \
     case MKG_SCHED_##name:                                                                                       \
@@ -311,7 +312,7 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
 #undef MKG_X_B_FIRST
         default: break;
         }
-        mkg_gemm_wait_a_rows(p, m, row0, row1);
+        mkg_gemm_wait_a_rows(p, m, row0, row1, unit, t_reached);
     }
     switch (s) {
 #define MKG_X_PRODUCE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                        \

@@ -269,11 +269,23 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
 
 // Waits (bounded) for A rows [row0, row1) of a megakernel GEMM; on a stall the loads
 // go out anyway, the consumers drain, and the grid exits with the stall recorded.
-static __device__ __forceinline__ void mkg_gemm_wait_a_rows(const mkg_gemm_params *p, int m, int row0, int row1)
+// With deps.stamps set, unit's {t_reached, now} go to the timeline after the wait.
+static __device__ __forceinline__ void mkg_gemm_wait_a_rows(const mkg_gemm_params *p, int m, int row0, int row1,
+                                                            int unit, uint64_t t_reached)
 {
     mkg_dep_wait_rows(p->deps.wait, p->deps.wait_per_row, m, row0, row1, p->deps.stall, p->deps.tag,
                       p->deps.timeout_ns);
     mkg_fence_proxy_async_global();
+    if (p->deps.stamps) {
+        p->deps.stamps[2 * unit] = t_reached;
+        p->deps.stamps[2 * unit + 1] = mkg_globaltimer();
+    }
+}
+
+// The producer's arrival at a unit, for the timeline (0 when it is off).
+static __device__ __forceinline__ uint64_t mkg_gemm_stamp_reached(const mkg_gemm_params *p)
+{
+    return p->deps.stamps ? mkg_globaltimer() : 0;
 }
 
 // All TMA loads of one unit (with the dependency split when p->deps.wait is set).
@@ -285,9 +297,10 @@ static __device__ __forceinline__ void mkg_gemm_produce_unit(const mkg_gemm_para
     int pre = 0;
     if (p->deps.wait) {
         int row0, row1;
+        const uint64_t t_reached = mkg_gemm_stamp_reached(p);
         pre = mkg_gemm_produce_b_first<TM, TN, TK, ST, SWAP, ONE>(p, m, unit, raster, group, split, r, sm, &row0,
                                                                   &row1);
-        mkg_gemm_wait_a_rows(p, m, row0, row1);
+        mkg_gemm_wait_a_rows(p, m, row0, row1, unit, t_reached);
     }
     mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, 1, ONE>(p, m, unit, raster, group, split, r, sm, pre);
 }

@@ -48,6 +48,8 @@ typedef struct mkg_gemm_deps {
     unsigned int *stall;            /**< 4 words, zero before the launch; required when wait is set */
     unsigned int tag;               /**< who is waiting, for the stall report */
     unsigned long long timeout_ns;  /**< a wait longer than this is a stall */
+    unsigned long long *stamps;     /**< optional timeline (NULL: off): unit u's producer writes {reached u,
+                                         A rows ready} (globaltimer ns) to stamps[2 u], stamps[2 u + 1] */
 } mkg_gemm_deps;
 
 /** A GEMM as the caller describes it. Leading dimensions are in elements. */

@@ -26,25 +26,35 @@ static_assert(128 * MKG_MK_PRODUCER_REGS + 256 * MKG_MK_CONSUMER_REGS <= 65536, 
 static_assert(MKG_OP_THREADS == 128 * MKG_LAUNCH_CONSUMERS, "ops run on the consumer warpgroups");
 static_assert(MKG_OP_PREFILL_SCRATCH_BYTES + 48 <= MKG_LAUNCH_EPI_BYTES, "op scratch, norm sums and flag fit the staging area");
 
+// Scratch words past the ops' own: [-48, -16) norm sums, [-16, -12) the item flag, [-8, 0) the
+// item's ready stamp (timeline).
+#define MKG_MK_READY_AT (MKG_LAUNCH_EPI_BYTES - 8)
+
 // First item of a task on this CTA, when the task's items start at CTA `base`.
 static __device__ __forceinline__ int mkg_mk_first(int base)
 {
     return ((int)blockIdx.x - base + (int)gridDim.x) % (int)gridDim.x;
 }
 
-static __device__ __forceinline__ void mkg_mk_stamp(const mkg_mk_args *a, int *k, int task, int item, uint64_t t0)
+// Timeline entry {task << 32 | item, start, ready, end}; ready: when the item's input was
+// complete (0 for GEMM units, whose producer stamps it in deps.stamps).
+static __device__ __forceinline__ void mkg_mk_stamp(const mkg_mk_args *a, int *k, int task, int item, uint64_t t0,
+                                                    uint64_t t_ready)
 {
     if (a->timeline && *k < a->timeline_cap) {
-        unsigned long long *e = a->timeline + ((size_t)blockIdx.x * a->timeline_cap + *k) * 3;
+        unsigned long long *e = a->timeline + ((size_t)blockIdx.x * a->timeline_cap + *k) * MKG_MK_STAMP_WORDS;
         e[0] = ((unsigned long long)task << 32) | (unsigned int)item;
         e[1] = t0;
-        e[2] = mkg_globaltimer();
+        e[2] = t_ready;
+        e[3] = mkg_globaltimer();
         ++*k;
     }
 }
 
 // ---- norm and attention items (256 consumer threads) ---------------------------------------
 
+// Thread 0, timeline on: when the item's input was complete goes to the scratch word
+// *t_ready (in shared memory: a register held across the op spilled).
 static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int task, const mkg_mk_op *op, int item,
                                                     unsigned char *scratch, int tid)
 {
@@ -73,6 +83,8 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
                 ok = mkg_dep_wait_rows(ctr, per_row, a->m, r0, r1, a->stall, (unsigned int)task, a->timeout_ns);
         }
         *flag = ok ? 1u : 0u;
+        if (a->timeline)
+            *(volatile unsigned long long *)(scratch + MKG_MK_READY_AT) = mkg_globaltimer();
     }
     mkg_bar_sync(MKG_MK_BAR, MKG_OP_THREADS);
     const bool ok = *flag != 0;
@@ -182,7 +194,7 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                     mkg_dispatch_consume_step<MKG_DTYPE_BF16>(p, s, m, u, c, &ring, &sm, wg, d, tot);
                     if (++c == c_end) {
                         if (tid == 0)
-                            mkg_mk_stamp(&a, &stamps, o, u, t0);
+                            mkg_mk_stamp(&a, &stamps, o, u, t0, 0);
                         u += grid;
                         if (u < items) {
                             mkg_unit_chunk_range(p, u, split, &c, &c_end);
@@ -196,7 +208,8 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                     const uint64_t t0 = a.timeline ? mkg_globaltimer() : 0;
                     mkg_mk_run_item(&a, o, &op, i, scratch, tid);
                     if (tid == 0)
-                        mkg_mk_stamp(&a, &stamps, o, i, t0);
+                        mkg_mk_stamp(&a, &stamps, o, i, t0,
+                                     *(volatile unsigned long long *)(scratch + MKG_MK_READY_AT));
                 }
             }
             base = (base + items) % grid;

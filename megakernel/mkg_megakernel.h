@@ -23,6 +23,8 @@
 extern "C" {
 #endif
 
+#define MKG_MK_STAMP_WORDS 4         /* words per timeline entry */
+
 /* Kernel arguments of one step (passed by value, __grid_constant__). */
 typedef struct mkg_mk_args {
     const mkg_mk_op *ops;           /* device: the task list */
@@ -40,7 +42,8 @@ typedef struct mkg_mk_args {
     void *attn, *k_cache, *v_cache;
     const int *pos;
     int m, prefill, pos0;
-    unsigned long long *timeline;   /* NULL, or (grid, timeline_cap, 3): {task << 32 | item, t0, t1} */
+    unsigned long long *timeline;   /* NULL, or (grid, timeline_cap, MKG_MK_STAMP_WORDS):
+                                       {task << 32 | item, start, input ready (0: GEMM unit), end} */
     int timeline_cap;
     int force_task;                 /* test hook: this non-GEMM task waits for force_extra more than exists */
     unsigned int force_extra;
@@ -63,7 +66,8 @@ mkg_status mkg_mk_plan_print(const mkg_model_config *c, const int *ms, int count
 /* Prints every GEMM's schedule at step size m. */
 void mkg_mk_print_plan(const mkg_mk *mk, int m, FILE *f);
 
-/* Optional per-item device timeline (cap items per CTA); 0 turns it off. */
+/* Optional per-item device timeline (cap items per CTA), with every GEMM unit's producer
+ * stamps (reached, input ready) through deps.stamps; 0 turns it off. */
 mkg_status mkg_mk_set_timeline(mkg_mk *mk, int cap);
 /* Wait bound of every dependency spin (default 1 s). */
 void mkg_mk_set_timeout_ms(mkg_mk *mk, double ms);

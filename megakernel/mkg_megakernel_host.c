@@ -27,6 +27,8 @@ struct mkg_mk {
     int *m_host;                    /* pinned: M of every table row */
     unsigned long long *timeline;
     int timeline_cap;
+    unsigned long long *unit_stamps;    /* timeline on: (rows, stamp_units, 2) producer stamps */
+    int stamp_units;
     double timeout_ms;
     int force_task;
     unsigned int force_extra;
@@ -124,6 +126,7 @@ void mkg_mk_destroy(mkg_mk *mk)
     cudaFree(mk->stall);
     cudaFree(mk->qkv);
     cudaFree(mk->timeline);
+    cudaFree(mk->unit_stamps);
     cudaFreeHost(mk->m_host);
     free(mk->ops_h);
     free(mk->layers);
@@ -215,18 +218,52 @@ void mkg_mk_print_plan(const mkg_mk *mk, int m, FILE *f)
     }
 }
 
+// Most work units any table row has at any M up to m_max (its bucket's schedule).
+static int mkg_mk_max_units(const mkg_mk *mk)
+{
+    int most = 1;
+    for (int r = 0; r < mk->rows; ++r) {
+        const mkg_layer_desc *l = mk->layers + r;
+        for (int m = 1; m <= l->m_max; ++m) {
+            const int u = mkg_schedule_units(mk->plans[r].schedule[mkg_bucket_of(m)], m, l->n, l->k, mk->plans[r].kc);
+            most = u > most ? u : most;
+        }
+    }
+    return most;
+}
+
+// Points every table row's deps.stamps at its slice of unit_stamps (or NULL).
+static mkg_status mkg_mk_point_stamps(mkg_mk *mk)
+{
+    for (int r = 0; r < mk->rows; ++r) {
+        unsigned long long *at = mk->unit_stamps ? mk->unit_stamps + (size_t)r * mk->stamp_units * 2 : NULL;
+        mkg_layer_dev *row = (mkg_layer_dev *)mkg_table_rows(mk->table) + r;
+        if (cudaMemcpy(&row->params.deps.stamps, &at, sizeof at, cudaMemcpyHostToDevice) != cudaSuccess)
+            return MKG_ERR_CUDA;
+    }
+    return MKG_OK;
+}
+
 mkg_status mkg_mk_set_timeline(mkg_mk *mk, int cap)
 {
     cudaFree(mk->timeline);
+    cudaFree(mk->unit_stamps);
     mk->timeline = NULL;
-    mk->timeline_cap = 0;
+    mk->unit_stamps = NULL;
+    mk->timeline_cap = mk->stamp_units = 0;
     if (cap <= 0)
-        return MKG_OK;
-    const size_t bytes = (size_t)mk->sms * cap * 3 * sizeof(unsigned long long);
-    if (cudaMalloc((void **)&mk->timeline, bytes) != cudaSuccess)
+        return mkg_mk_point_stamps(mk);
+    const size_t bytes = (size_t)mk->sms * cap * MKG_MK_STAMP_WORDS * sizeof(unsigned long long);
+    const int units = mkg_mk_max_units(mk);
+    if (cudaMalloc((void **)&mk->timeline, bytes) != cudaSuccess ||
+        cudaMalloc((void **)&mk->unit_stamps, (size_t)mk->rows * units * 2 * sizeof(unsigned long long)) !=
+            cudaSuccess) {
+        mkg_mk_set_timeline(mk, 0);
         return MKG_ERR_OUT_OF_MEMORY;
+    }
     mk->timeline_cap = cap;
-    return MKG_OK;
+    mk->stamp_units = units;
+    return mkg_mk_point_stamps(mk);
 }
 
 void mkg_mk_set_timeout_ms(mkg_mk *mk, double ms)
@@ -283,9 +320,12 @@ mkg_status mkg_mk_step(mkg_mk *mk, int m, int prefill, int pos0, int lm_head, cu
     if (cudaMemsetAsync(mk->counters, 0, (size_t)mk->ops * mk->rb_max * 4, s) != cudaSuccess ||
         cudaMemsetAsync(mk->stall, 0, 16, s) != cudaSuccess ||
         cudaMemsetAsync(a.dispatch_err, 0, 4, s) != cudaSuccess ||
-        (mk->timeline && cudaMemsetAsync(mk->timeline, 0,
-                                         (size_t)mk->sms * mk->timeline_cap * 3 * sizeof(unsigned long long),
-                                         s) != cudaSuccess) ||
+        (mk->timeline &&
+         (cudaMemsetAsync(mk->timeline, 0,
+                          (size_t)mk->sms * mk->timeline_cap * MKG_MK_STAMP_WORDS * sizeof(unsigned long long),
+                          s) != cudaSuccess ||
+          cudaMemsetAsync(mk->unit_stamps, 0, (size_t)mk->rows * mk->stamp_units * 2 * sizeof(unsigned long long),
+                          s) != cudaSuccess)) ||
         cudaMemcpyAsync(mkg_table_m(mk->table), mk->m_host, (size_t)mk->rows * sizeof(int), cudaMemcpyHostToDevice, s) != cudaSuccess ||
         mkg_mk_launch(&a, mk->sms, s) != cudaSuccess)
         return MKG_ERR_CUDA;
@@ -324,34 +364,50 @@ mkg_status mkg_mk_write_trace(mkg_mk *mk, const char *path)
     if (!mk->timeline)
         return MKG_ERR_NULL_OUT;
     const size_t count = (size_t)mk->sms * mk->timeline_cap;
-    unsigned long long *e = (unsigned long long *)malloc(count * 3 * sizeof *e);
+    const size_t words = count * MKG_MK_STAMP_WORDS, stamp_words = (size_t)mk->rows * mk->stamp_units * 2;
+    unsigned long long *e = (unsigned long long *)malloc((words + stamp_words) * sizeof *e);
     if (!e)
         return MKG_ERR_OUT_OF_MEMORY;
-    if (cudaMemcpy(e, mk->timeline, count * 3 * sizeof *e, cudaMemcpyDeviceToHost) != cudaSuccess) {
+    unsigned long long *st = e + words;
+    if (cudaMemcpy(e, mk->timeline, words * sizeof *e, cudaMemcpyDeviceToHost) != cudaSuccess ||
+        cudaMemcpy(st, mk->unit_stamps, stamp_words * sizeof *e, cudaMemcpyDeviceToHost) != cudaSuccess) {
         free(e);
         return MKG_ERR_CUDA;
     }
     unsigned long long t_min = ~0ull;
     for (size_t i = 0; i < count; ++i)
-        if (e[3 * i + 2] && e[3 * i + 1] < t_min)
-            t_min = e[3 * i + 1];
+        if (e[MKG_MK_STAMP_WORDS * i + 3] && e[MKG_MK_STAMP_WORDS * i + 1] < t_min)
+            t_min = e[MKG_MK_STAMP_WORDS * i + 1];
+    for (size_t i = 0; i < stamp_words; ++i)
+        if (st[i] && st[i] < t_min)
+            t_min = st[i];
     FILE *f = fopen(path, "w");
     if (!f) {
         free(e);
         return MKG_ERR_TABLE_MISSING;
     }
+    /* ts / dur: the item on its CTA (consumers); args: the task it waited for (dep), when its
+     * input was complete (ready_us) and, for a GEMM unit, when its producer reached it
+     * (reached_us: the weight tiles before the wait start then). */
     fprintf(f, "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n");
     int first = 1;
     char name[64];
     for (size_t i = 0; i < count; ++i) {
-        const unsigned long long *x = e + 3 * i;
-        if (!x[2])
+        const unsigned long long *x = e + MKG_MK_STAMP_WORDS * i;
+        if (!x[3])
             continue;
         const int task = (int)(x[0] >> 32), item = (int)(x[0] & 0xffffffffu);
+        const mkg_mk_op *op = mk->ops_h + task;
+        unsigned long long reached = 0, ready = x[2];
+        if (op->kind == MKG_MK_GEMM && item < mk->stamp_units) {
+            reached = st[((size_t)op->table_row * mk->stamp_units + item) * 2];
+            ready = st[((size_t)op->table_row * mk->stamp_units + item) * 2 + 1];
+        }
         fprintf(f, "%s{\"name\": \"%s\", \"ph\": \"X\", \"pid\": 0, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, "
-                   "\"args\": {\"task\": %d, \"item\": %d}}",
+                   "\"args\": {\"task\": %d, \"item\": %d, \"dep\": %d, \"ready_us\": %.3f, \"reached_us\": %.3f}}",
                 first ? "" : ",\n", mkg_mk_task_name(mk, task, name, sizeof name), (int)(i / mk->timeline_cap),
-                (double)(x[1] - t_min) / 1000.0, (double)(x[2] - x[1]) / 1000.0, task, item);
+                (double)(x[1] - t_min) / 1000.0, (double)(x[3] - x[1]) / 1000.0, task, item, op->dep,
+                ready ? (double)(ready - t_min) / 1000.0 : -1.0, reached ? (double)(reached - t_min) / 1000.0 : -1.0);
         first = 0;
     }
     fprintf(f, "\n]}\n");

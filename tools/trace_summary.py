@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """trace_summary.py TRACE.json - per-task summary of a megakernel timeline (Chrome trace
 from mkg_demo --trace): when each task started and finished, its items and their mean
-duration, then per task kind the summed span, and the idle share of all SMs."""
+duration, then per task kind the summed span, and the idle share of all SMs. Traces with
+ready stamps (args ready_us) also get the hop table: per task kind, how long after its input
+task's last item the first item saw its input complete, and how long after the last item saw
+it the task finished."""
 import collections
 import json
 import sys
@@ -32,3 +35,35 @@ for t in sorted(tasks):
 print("time added to the step's running end, by task kind:")
 for k, (v, n) in sorted(kinds.items(), key=lambda kv: -kv[1][0]):
     print(f"  {k:14s} {v:9.1f} us over {n} tasks ({v / n:.1f} per task)")
+
+# ---- hops (traces with ready stamps) ---------------------------------------------------------
+ready = collections.defaultdict(list)
+reached = collections.defaultdict(list)
+dep_of = {}
+for e in events:
+    a = e["args"]
+    if a.get("ready_us", -1.0) >= 0.0:
+        ready[a["task"]].append(a["ready_us"])
+    if a.get("reached_us", -1.0) >= 0.0 and a.get("ready_us", -1.0) >= 0.0:
+        reached[a["task"]].append(a["ready_us"] - a["reached_us"])
+    if "dep" in a:
+        dep_of[a["task"]] = a["dep"]
+if ready:
+    print("hops, mean over tasks after the first layer (us): input task's last item end -> first item "
+          "ready (signal), first -> last item ready (spread), last ready -> task end (work); producer "
+          "reached a unit this long before its input was ready (lead: mean over units, GEMMs)")
+    hop = collections.defaultdict(lambda: [0.0, 0.0, 0.0, 0.0, 0])
+    for t in sorted(tasks):
+        if t < 7 or t not in ready or dep_of.get(t, -1) < 0 or dep_of[t] not in tasks:
+            continue
+        kind = tasks[t][4].split(" ", 1)[-1]
+        r0, r1, dep_end = min(ready[t]), max(ready[t]), tasks[dep_of[t]][1]
+        h = hop[kind]
+        h[0] += r0 - dep_end
+        h[1] += r1 - r0
+        h[2] += tasks[t][1] - r1
+        h[3] += sum(reached[t]) / len(reached[t]) if reached.get(t) else 0.0
+        h[4] += 1
+    for k, (sig, spread, work, lead, n) in sorted(hop.items(), key=lambda kv: -(kv[1][0] + kv[1][1] + kv[1][2])):
+        print(f"  {k:14s} signal {sig / n:7.2f} spread {spread / n:7.2f} work {work / n:7.2f} lead {lead / n:7.2f}"
+              f"  ({n} tasks)")
