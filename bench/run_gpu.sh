@@ -4,7 +4,8 @@
 # logs and JSON into OUTDIR (at most 8 files come back from the lent machine).
 #
 #   MKG_STAGES   comma list of stages to run (default: build,sass,test,sanitize,bench; also probe
-#                (tools/launch_probe.cu), mk, ncu, ncusrc, ncustall, cubsrc)
+#                (tools/launch_probe.cu), mk, mkopts (the demo per MKG_MK_OPTS_LIST value), ncu, ncusrc,
+#                ncustall, cubsrc)
 #   MKG_BENCH_ARGS extra arguments for mkg_bench_gemm (e.g. "--only square_8192 --pdl 1"); MKG_BENCH_DTYPES
 #                ("bf16 fp16" by default; add tf32 for fp32 operands with tf32 math)
 #   MKG_NCU_ONLY  shape for the ncu stage (square_8192)
@@ -94,6 +95,21 @@ if has mk; then
   say "mkg_demo rc=$?"; tail -14 "$out/mk.txt" | tee -a "$log"
   for t in "$out/trace_decode_b1.json" /tmp/trace_prefill.json; do
     [ -f "$t" ] && python3 "$root/tools/trace_summary.py" "$t" >>"$out/mk.txt" 2>&1
+  done
+fi
+
+if has mkopts; then
+  # A/B of the megakernel's pre-wait options (MKG_MK_OPT_* bits): the demo once per value of
+  # MKG_MK_OPTS_LIST, each with its decode timeline summarized, into one file.
+  say "megakernel options ${MKG_MK_OPTS_LIST:-0 7}"
+  for o in ${MKG_MK_OPTS_LIST:-0 7}; do
+    echo "#### MKG_MK_OPTS=$o" >>"$out/mkopts.txt"
+    MKG_MK_OPTS=$o timeout 300 "$build"/megakernel/mkg_demo --out "/tmp/megakernel_opts_$o.json" \
+      --trace "/tmp/trace_opts_$o.json" --commit "$commit" ${MKG_MK_ARGS:-} >"/tmp/mk_opts_$o.txt" 2>&1
+    rc=$?
+    grep -E "^(decode|prefill) " "/tmp/mk_opts_$o.txt" | tee -a "$out/mkopts.txt" "$log"
+    say "mkg_demo opts $o rc=$rc"
+    python3 "$root/tools/trace_summary.py" "/tmp/trace_opts_$o.json" | sed -n '/time added/,$p' >>"$out/mkopts.txt" 2>&1
   done
 fi
 

@@ -223,6 +223,11 @@ static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_pa
         mkg_tma_load_2d(sm->ring + s * S::STAGE_BYTES + S::A_BYTES, map_b, full, (kt0 + i) * TK, u.t.n * TN);
         mkg_ring_advance<ST>(r);
     }
+    if (p->deps.l2_tail) {
+        const int kt_end = min(u.c1 * u.kct, u.kt);
+        for (int kt = kt0 + pre; kt < kt_end; ++kt)
+            mkg_tma_prefetch_l2_2d(map_b, kt * TK, u.t.n * TN);
+    }
     *row0 = u.t.m * TM;
     *row1 = u.t.m * TM + TM;
     return pre;

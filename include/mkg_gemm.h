@@ -50,6 +50,9 @@ typedef struct mkg_gemm_deps {
     unsigned long long timeout_ns;  /**< a wait longer than this is a stall */
     unsigned long long *stamps;     /**< optional timeline (NULL: off): unit u's producer writes {reached u,
                                          A rows ready} (globaltimer ns) to stamps[2 u], stamps[2 u + 1] */
+    unsigned int l2_tail;           /**< 1: before the wait, the producer also asks the L2 for the unit's B
+                                         tiles past the first stages (the weight stream keeps going while
+                                         A is not ready); 0: no */
 } mkg_gemm_deps;
 
 /** A GEMM as the caller describes it. Leading dimensions are in elements. */

@@ -71,6 +71,15 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
         mkg_mk_attn_rows(c, a->m, a->prefill, item, &r0, &r1, &out_rb);
         elems = mkg_mk_attn_elems(c, a->m, a->prefill, item);
     }
+    // Before the input is ready: what only depends on earlier launches or the weights.
+    if (op->kind == MKG_MK_NORM) {
+        if (a->opts & MKG_MK_OPT_NORM_PREFETCH)
+            mkg_norm_prefetch_weight((const __nv_bfloat16 *)op->weight, c->hidden, tid);
+    } else if (!a->prefill && (a->opts & MKG_MK_OPT_ATTN_PREFETCH)) {
+        const int t = item / c->kv_heads;
+        mkg_op_attention_decode_prefetch(c, op->layer, t, __ldg(a->pos + t), item % c->kv_heads,
+                                         (const __nv_bfloat16 *)a->k_cache, (const __nv_bfloat16 *)a->v_cache, tid);
+    }
     if (tid == 0) {
         bool ok = true;
         if (op->dep >= 0) {
@@ -104,7 +113,7 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
             else
                 mkg_op_attention_decode(c, op->layer, qkv, t, t, __ldg(a->pos + t), g, (__nv_bfloat16 *)a->k_cache,
                                         (__nv_bfloat16 *)a->v_cache, (__nv_bfloat16 *)a->attn, scratch, tid,
-                                        MKG_MK_BAR);
+                                        MKG_MK_BAR, (a->opts & MKG_MK_OPT_ATTN_PREFETCH) != 0);
         }
     }
     // Every thread's stores (and flag reads) are done before the count and the next item.

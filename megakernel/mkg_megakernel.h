@@ -25,6 +25,14 @@ extern "C" {
 
 #define MKG_MK_STAMP_WORDS 4         /* words per timeline entry */
 
+/* What a task does before its input is ready (mkg_mk_args::opts; MKG_MK_OPTS in the
+ * environment of mkg_mk_create overrides MKG_MK_OPT_DEFAULT). */
+#define MKG_MK_OPT_ATTN_PREFETCH 1u  /* decode attention: the cache rows < pos into L2 */
+#define MKG_MK_OPT_NORM_PREFETCH 2u  /* RMSNorm: its weight into L2 */
+#define MKG_MK_OPT_GEMM_L2_TAIL 4u   /* GEMMs of <= 48 MB of weights: deps.l2_tail (unit's B past the ring) */
+#define MKG_MK_OPT_GEMM_L2_ALL 8u    /* deps.l2_tail on every GEMM */
+#define MKG_MK_OPT_DEFAULT 7u
+
 /* Kernel arguments of one step (passed by value, __grid_constant__). */
 typedef struct mkg_mk_args {
     const mkg_mk_op *ops;           /* device: the task list */
@@ -45,6 +53,7 @@ typedef struct mkg_mk_args {
     unsigned long long *timeline;   /* NULL, or (grid, timeline_cap, MKG_MK_STAMP_WORDS):
                                        {task << 32 | item, start, input ready (0: GEMM unit), end} */
     int timeline_cap;
+    unsigned int opts;              /* MKG_MK_OPT_* bits */
     int force_task;                 /* test hook: this non-GEMM task waits for force_extra more than exists */
     unsigned int force_extra;
 } mkg_mk_args;

@@ -30,6 +30,7 @@ struct mkg_mk {
     unsigned long long *unit_stamps;    /* timeline on: (rows, stamp_units, 2) producer stamps */
     int stamp_units;
     double timeout_ms;
+    unsigned int opts;                  /* MKG_MK_OPT_* */
     int force_task;
     unsigned int force_extra;
 };
@@ -100,6 +101,10 @@ static void mkg_mk_describe(mkg_mk *mk)
         d->stall = mk->stall;
         d->tag = (unsigned int)t;
         d->timeout_ns = (unsigned long long)(mk->timeout_ms * 1e6);
+        const mkg_layer_desc *l = mk->layers + op->table_row;
+        const double weight_bytes = (double)l->n * l->k * 2.0;
+        d->l2_tail = (mk->opts & MKG_MK_OPT_GEMM_L2_ALL) ||
+                     ((mk->opts & MKG_MK_OPT_GEMM_L2_TAIL) && weight_bytes <= 48.0 * 1024 * 1024);
     }
 }
 
@@ -151,6 +156,10 @@ mkg_status mkg_mk_create(mkg_model *md, const mkg_layer_plan *plans, mkg_mk **ou
     mk->rows = mkg_mk_table_rows(&mk->cfg);
     mk->rb_max = mkg_mk_row_blocks(mk->cfg.max_tokens);
     mk->timeout_ms = 1000.0;
+    mk->opts = MKG_MK_OPT_DEFAULT;
+    const char *opts = getenv("MKG_MK_OPTS");
+    if (opts && *opts)
+        mk->opts = (unsigned int)strtoul(opts, NULL, 0);
     mk->force_task = -1;
     mkg_gpu_info g;
     mkg_mk_gpu(&g);
@@ -315,6 +324,7 @@ mkg_status mkg_mk_step(mkg_mk *mk, int m, int prefill, int pos0, int lm_head, cu
     a.pos0 = pos0;
     a.timeline = mk->timeline;
     a.timeline_cap = mk->timeline_cap;
+    a.opts = mk->opts;
     a.force_task = mk->force_task;
     a.force_extra = mk->force_extra;
     if (cudaMemsetAsync(mk->counters, 0, (size_t)mk->ops * mk->rb_max * 4, s) != cudaSuccess ||

@@ -13,17 +13,23 @@
 
 #include "mkg_mk_ops.cuh"
 
+// ss + the squares of one chunk's 8 elements, in order.
+static __device__ __forceinline__ float mkg_norm_ss8(uint4 x, float ss)
+{
+    float f[8];
+    mkg_op_unpack8(x, f);
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+        ss = fmaf(f[i], f[i], ss);
+    return ss;
+}
+
 // Partial sum of squares of virtual thread v of one row (x: the row, chunks = h / 8).
 static __device__ __forceinline__ float mkg_norm_partial(const uint4 *x, int chunks, int v)
 {
     float ss = 0.0f;
-    for (int c = v; c < chunks; c += MKG_OP_THREADS) {
-        float f[8];
-        mkg_op_unpack8(__ldcg(x + c), f);
-#pragma unroll
-        for (int i = 0; i < 8; ++i)
-            ss = fmaf(f[i], f[i], ss);
-    }
+    for (int c = v; c < chunks; c += MKG_OP_THREADS)
+        ss = mkg_norm_ss8(__ldcg(x + c), ss);
     return ss;
 }
 
@@ -35,19 +41,31 @@ static __device__ __forceinline__ float mkg_norm_butterfly(float ss)
     return ss;
 }
 
+// bf16(x * rs * g) of one chunk.
+static __device__ __forceinline__ uint4 mkg_norm_scale8(uint4 x, uint4 g, float rs)
+{
+    float f[8], w[8];
+    mkg_op_unpack8(x, f);
+    mkg_op_unpack8(g, w);
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+        f[i] = __fmul_rn(__fmul_rn(f[i], rs), w[i]);
+    return mkg_op_pack8(f);
+}
+
 // y = bf16(x * rsqrt(mean(x^2) + eps) * g) for the chunks of virtual threads v0, v0 + step, ...
 static __device__ __forceinline__ void mkg_norm_scale(const uint4 *x, const uint4 *g, uint4 *y, int chunks, int v0,
                                                       int step, float rs)
 {
-    for (int c = v0; c < chunks; c += step) {
-        float f[8], w[8];
-        mkg_op_unpack8(__ldcg(x + c), f);
-        mkg_op_unpack8(__ldg(g + c), w);
-#pragma unroll
-        for (int i = 0; i < 8; ++i)
-            f[i] = __fmul_rn(__fmul_rn(f[i], rs), w[i]);
-        y[c] = mkg_op_pack8(f);
-    }
+    for (int c = v0; c < chunks; c += step)
+        y[c] = mkg_norm_scale8(__ldcg(x + c), __ldg(g + c), rs);
+}
+
+// Asks the L2 for the norm weight g (chunks of 16 bytes), e.g. before the rows are ready.
+static __device__ __forceinline__ void mkg_norm_prefetch_weight(const __nv_bfloat16 *g, int h, int tid)
+{
+    for (int c = tid; c < (h >> 3); c += MKG_OP_THREADS)
+        mkg_prefetch_l2((const uint4 *)g + c);
 }
 
 // Rows row0 .. row0+rows-1 of x (row stride h, a multiple of 8) into y. red: 8 floats
@@ -58,7 +76,28 @@ static __device__ __forceinline__ void mkg_op_rmsnorm_rows(const __nv_bfloat16 *
 {
     const int warp = tid >> 5, lane = tid & 31, chunks = h >> 3;
     const uint4 *gw = (const uint4 *)g;
-    if (rows < 8) {
+    if (rows < 8 && chunks <= MKG_OP_THREADS) {
+        // One chunk per thread at most: the row stays in registers between the sum and the
+        // scale (one L2 round trip instead of two); the same arithmetic as below.
+        const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+        for (int r = 0; r < rows; ++r) {
+            const uint4 *xr = (const uint4 *)(x + (size_t)(row0 + r) * h);
+            const uint4 xv = tid < chunks ? __ldcg(xr + tid) : zero;
+            const uint4 gv = tid < chunks ? __ldg(gw + tid) : zero;
+            const float s = mkg_norm_butterfly(tid < chunks ? mkg_norm_ss8(xv, 0.0f) : 0.0f);
+            if (lane == 0)
+                red[warp] = s;
+            mkg_bar_sync(bar, MKG_OP_THREADS);
+            float ss = red[0];
+#pragma unroll
+            for (int w = 1; w < MKG_OP_THREADS / 32; ++w)
+                ss += red[w];
+            const float rs = rsqrtf(ss / (float)h + eps);
+            if (tid < chunks)
+                ((uint4 *)(y + (size_t)(row0 + r) * h))[tid] = mkg_norm_scale8(xv, gv, rs);
+            mkg_bar_sync(bar, MKG_OP_THREADS);          // red is reused by the next row
+        }
+    } else if (rows < 8) {
         for (int r = 0; r < rows; ++r) {
             const uint4 *xr = (const uint4 *)(x + (size_t)(row0 + r) * h);
             const float s = mkg_norm_butterfly(mkg_norm_partial(xr, chunks, tid));

@@ -303,6 +303,30 @@ static __device__ __forceinline__ void mkg_op_decode_block(const mkg_op_kv16 *b,
     }
 }
 
+// Step 0 of mkg_op_attention_decode, callable on its own (before the item's input is
+// ready: the cache rows < pos were written by earlier launches): thread tid's warp asks for
+// its blocks' cache rows to be brought into L2, lane l taking blocks blk0 + l, blk0 + l + 32, ...
+// (2 KB of k and of v each).
+// NOTE: a hint, not loads into registers: registers live across the RoPE code (its trig
+// slow path) made ptxas spill them inside the megakernel's item function.
+static __device__ __forceinline__ void mkg_op_attention_decode_prefetch(const mkg_model_config *cfg, int layer,
+                                                                        int seq, int pos, int g,
+                                                                        const __nv_bfloat16 *k_cache,
+                                                                        const __nv_bfloat16 *v_cache, int tid)
+{
+    const size_t cbase = mkg_op_cache_base(cfg, layer, seq, g);
+    const int warp = tid >> 5, lane = tid & 31;
+    const int nb = (pos + 16) >> 4;
+    const int blk0 = (warp * nb) >> 3, blk1 = ((warp + 1) * nb) >> 3;
+    for (int b = blk0 + lane; b < blk1; b += 32) {
+        const int rows = min(16, pos - 16 * b);   // rows 16 b .. pos - 1 of this block
+        if (rows > 0) {
+            mkg_op_prefetch_l2(k_cache + cbase + (size_t)b * 16 * 64, (uint32_t)rows * 128u);
+            mkg_op_prefetch_l2(v_cache + cbase + (size_t)b * 16 * 64, (uint32_t)rows * 128u);
+        }
+    }
+}
+
 // One token (row tok of qkv and attn) of sequence seq at position pos, KV head g and its
 // G = q_heads / kv_heads query heads g G .. g G + G - 1 (G <= 4).
 //   qkv  (tokens, (QH + 2 KVH) 64)  q head h at column 64 h, k head g at 64 (QH + g),
@@ -315,8 +339,9 @@ static __device__ __forceinline__ void mkg_op_decode_block(const mkg_op_kv16 *b,
 //
 // Work split: blocks of 16 positions (nb = ceil((pos + 1) / 16)); warp w takes the contiguous
 // blocks [w nb / 8, (w + 1) nb / 8). Before the q / k rotation every warp asks for its cache
-// rows to be prefetched into L2 (bulk prefetch: no registers), so HBM latency overlaps the
-// prologue and the whole range streams at once; the warp then keeps MKG_OP_DECODE_DEPTH blocks
+// rows to be prefetched into L2 (bulk prefetch: no registers; prefetched = true: the caller
+// did it already, mkg_op_attention_decode_prefetch, e.g. before the qkv row was ready), so HBM
+// latency overlaps the prologue and the whole range streams at once; the warp then keeps MKG_OP_DECODE_DEPTH blocks
 // in flight in registers (a ring: a block's registers are reloaded with block + DEPTH once
 // consumed; mostly L2 hits by then). Per block, tensor cores (mma.sync bf16, FP32
 // accumulation) compute the scores of 16 positions x 4 heads and add P V into the warp's O^T
@@ -336,7 +361,8 @@ static __device__ __forceinline__ void mkg_op_attention_decode(const mkg_model_c
                                                                const __nv_bfloat16 *qkv, int tok, int seq, int pos,
                                                                int g, __nv_bfloat16 *k_cache,
                                                                __nv_bfloat16 *v_cache, __nv_bfloat16 *attn,
-                                                               unsigned char *scratch, int tid, int bar)
+                                                               unsigned char *scratch, int tid, int bar,
+                                                               bool prefetched = false)
 {
     const int G = cfg->q_heads / cfg->kv_heads;
     const int qkv_n = (cfg->q_heads + 2 * cfg->kv_heads) * MKG_OP_HEAD_DIM;
@@ -350,20 +376,13 @@ static __device__ __forceinline__ void mkg_op_attention_decode(const mkg_model_c
     const __nv_bfloat16 *row = qkv + (size_t)tok * qkv_n;
     const size_t cbase = mkg_op_cache_base(cfg, layer, seq, g);
 
-    // ---- 0. this warp's blocks; their cache rows (< pos) are prefetched into L2 now, lane l
-    // taking blocks blk0 + l, blk0 + l + 32, ... (2 KB of k and of v each).
-    // NOTE: a hint, not loads into registers: registers live across the RoPE code (its trig
-    // slow path) made ptxas spill them inside the megakernel's item function.
+    // ---- 0. this warp's blocks; their cache rows (< pos) into L2 (unless the caller asked
+    // already, before the item's input was ready).
     const int warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
     const int nb = (pos + 16) >> 4;
     const int blk0 = (warp * nb) >> 3, blk1 = ((warp + 1) * nb) >> 3;
-    for (int b = blk0 + lane; b < blk1; b += 32) {
-        const int rows = min(16, pos - 16 * b);   // rows 16 b .. pos - 1 of this block
-        if (rows > 0) {
-            mkg_op_prefetch_l2(k_cache + cbase + (size_t)b * 16 * 64, (uint32_t)rows * 128u);
-            mkg_op_prefetch_l2(v_cache + cbase + (size_t)b * 16 * 64, (uint32_t)rows * 128u);
-        }
-    }
+    if (!prefetched)
+        mkg_op_attention_decode_prefetch(cfg, layer, seq, pos, g, k_cache, v_cache, tid);
 
     // ---- 1. rotate q (G heads) and k, copy v. Thread tid < 32 (G + 1) rotates pair i = tid % 32
     // of q head h = tid / 32, or of k when h == G (one copy of the trig code for both); the next
@@ -629,7 +648,8 @@ static __device__ __forceinline__ void mkg_op_attention_prefill(const mkg_model_
                                                                 const __nv_bfloat16 *qkv, int t0, int tcount,
                                                                 int pos0, int g, __nv_bfloat16 *k_cache,
                                                                 __nv_bfloat16 *v_cache, __nv_bfloat16 *attn,
-                                                                unsigned char *scratch, int tid, int bar)
+                                                                unsigned char *scratch, int tid, int bar,
+                                                               bool prefetched = false)
 {
     const int G = cfg->q_heads / cfg->kv_heads;
     const int qkv_n = (cfg->q_heads + 2 * cfg->kv_heads) * MKG_OP_HEAD_DIM;
