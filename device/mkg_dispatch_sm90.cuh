@@ -369,6 +369,54 @@ static __device__ __forceinline__ void mkg_dispatch_consume_step(const mkg_gemm_
     }
 }
 
+// Consumer warpgroup wg of a persistent megakernel task: units u0, u0 + stride, ... < units of
+// schedule s, each as its chunk steps in one flat loop (see mkg_gemm_consume_step), and
+// on_unit(u) after each unit's last step (e.g. a timeline stamp). The switch sits outside
+// the loop, so only the picked row's accumulators (WN / 2 floats of d and of the fold) are
+// live in it; with caller-owned arrays sized for the widest row, as before, the megakernel
+// kept MKG_CHUNKED_MAX_WN floats live through every task's loop.
+template <int DT, int TM, int TN, int TK, int ST, int SWAP, int SPLIT, class F>
+static __device__ __forceinline__ void mkg_dispatch_consume_loop(const mkg_gemm_params *p, int m, int u, int stride,
+                                                                 int units, int raster, int group, mkg_ring *r,
+                                                                 const mkg_smem *sm, int wg, F &on_unit)
+{
+    constexpr int H = mkg_shape<TM, TN, TK, ST, SWAP>::WN / 2;
+    float d[H], tot[H];
+#pragma unroll
+    for (int i = 0; i < H; ++i)
+        d[i] = tot[i] = 0.0f;
+    int c = 0, c_end = 0;
+    if (u < units)
+        mkg_unit_chunk_range(p, u, SPLIT, &c, &c_end);
+    while (u < units) {
+        mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false>(p, m, u, c, raster, group, SPLIT, r, sm, wg, d, tot);
+        if (++c == c_end) {
+            on_unit(u);
+            u += stride;
+            if (u < units)
+                mkg_unit_chunk_range(p, u, SPLIT, &c, &c_end);
+        }
+    }
+}
+
+template <int DT, class F>
+static __device__ __forceinline__ void mkg_dispatch_consume_units(const mkg_gemm_params *p, int s, int m, int u0,
+                                                                  int stride, int units, mkg_ring *r,
+                                                                  const mkg_smem *sm, int wg, F on_unit)
+{
+    switch (s) {
+#define MKG_X_LOOP(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                       \
+    case MKG_SCHED_##name:                                                                                  \
+        if constexpr (mkg_shape<tm, tn, tk, st, swap>::CHUNKED && mkg_dispatch_row(cl, pp, tm, tn, st))     \
+            mkg_dispatch_consume_loop<DT, tm, tn, tk, st, swap, split>(p, m, u0, stride, units, raster, group, r, \
+                                                                       sm, wg, on_unit);                    \
+        break;
+        MKG_SCHEDULE_LIST(MKG_X_LOOP)
+#undef MKG_X_LOOP
+    default: break;
+    }
+}
+
 // Split count of schedule s (the SPLIT column).
 static __device__ __forceinline__ int mkg_dispatch_split(int s)
 {

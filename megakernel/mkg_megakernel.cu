@@ -26,9 +26,10 @@ static_assert(128 * MKG_MK_PRODUCER_REGS + 256 * MKG_MK_CONSUMER_REGS <= 65536, 
 static_assert(MKG_OP_THREADS == 128 * MKG_LAUNCH_CONSUMERS, "ops run on the consumer warpgroups");
 static_assert(MKG_OP_PREFILL_SCRATCH_BYTES + 48 <= MKG_LAUNCH_EPI_BYTES, "op scratch, norm sums and flag fit the staging area");
 
-// Scratch words past the ops' own: [-48, -16) norm sums, [-16, -12) the item flag, [-8, 0) the
-// item's ready stamp (timeline).
+// Scratch words past the ops' own: [-48, -16) norm sums (decode attention: its 3 phase stamps
+// at [-48, -24), timeline), [-16, -12) the item flag, [-8, 0) the item's ready stamp (timeline).
 #define MKG_MK_READY_AT (MKG_LAUNCH_EPI_BYTES - 8)
+#define MKG_MK_PHASE_AT (MKG_LAUNCH_EPI_BYTES - 48)
 
 // First item of a task on this CTA, when the task's items start at CTA `base`.
 static __device__ __forceinline__ int mkg_mk_first(int base)
@@ -36,10 +37,11 @@ static __device__ __forceinline__ int mkg_mk_first(int base)
     return ((int)blockIdx.x - base + (int)gridDim.x) % (int)gridDim.x;
 }
 
-// Timeline entry {task << 32 | item, start, ready, end}; ready: when the item's input was
-// complete (0 for GEMM units, whose producer stamps it in deps.stamps).
+// Timeline entry {task << 32 | item, start, ready, end, phase 0..2}; ready: when the item's
+// input was complete (0 for GEMM units, whose producer stamps it in deps.stamps); phases: the
+// decode attention op's step ends (0 otherwise).
 static __device__ __forceinline__ void mkg_mk_stamp(const mkg_mk_args *a, int *k, int task, int item, uint64_t t0,
-                                                    uint64_t t_ready)
+                                                    uint64_t t_ready, const volatile unsigned long long *phase = nullptr)
 {
     if (a->timeline && *k < a->timeline_cap) {
         unsigned long long *e = a->timeline + ((size_t)blockIdx.x * a->timeline_cap + *k) * MKG_MK_STAMP_WORDS;
@@ -47,6 +49,8 @@ static __device__ __forceinline__ void mkg_mk_stamp(const mkg_mk_args *a, int *k
         e[1] = t0;
         e[2] = t_ready;
         e[3] = mkg_globaltimer();
+        for (int i = 0; i < 3; ++i)
+            e[4 + i] = phase ? phase[i] : 0;
         ++*k;
     }
 }
@@ -113,7 +117,9 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
             else
                 mkg_op_attention_decode(c, op->layer, qkv, t, t, __ldg(a->pos + t), g, (__nv_bfloat16 *)a->k_cache,
                                         (__nv_bfloat16 *)a->v_cache, (__nv_bfloat16 *)a->attn, scratch, tid,
-                                        MKG_MK_BAR, (a->opts & MKG_MK_OPT_ATTN_PREFETCH) != 0);
+                                        MKG_MK_BAR, (a->opts & MKG_MK_OPT_ATTN_PREFETCH) != 0,
+                                        a->timeline ? (volatile unsigned long long *)(scratch + MKG_MK_PHASE_AT)
+                                                    : nullptr);
         }
     }
     // Every thread's stores (and flag reads) are done before the count and the next item.
@@ -176,7 +182,6 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
         mkg_setmaxnreg_inc<MKG_MK_CONSUMER_REGS>();
         const int wg = threadIdx.x / 128 - 1, tid = threadIdx.x - 128;
         unsigned char *scratch = mkg_dyn_smem + (sm.epi - mkg_smem_addr(mkg_dyn_smem));
-        float d[MKG_CHUNKED_MAX_WN / 2], tot[MKG_CHUNKED_MAX_WN / 2];   // chunk accumulators, chunk fold
         int base = 0, stamps = 0;
         for (int o = 0; o < a.ops_run; ++o) {
             const mkg_mk_op op = a.ops[o];
@@ -187,30 +192,18 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                 const int s = mkg_dispatch_begin<MKG_DTYPE_BF16, 1>(a.rows, a.row_count, a.m_cur, op.table_row,
                                                                     a.dispatch_err, &ring, &sm, 0, &p, &m, &units);
                 items = s < 0 ? 0 : units;
-                // NOTE: zeroed per task so the accumulators are dead between GEMM tasks.
-#pragma unroll
-                for (int i = 0; i < MKG_CHUNKED_MAX_WN / 2; ++i)
-                    d[i] = tot[i] = 0.0f;
-                // One flat loop over (unit, chunk) steps (see mkg_gemm_consume_step).
-                const int split = s < 0 ? 1 : mkg_dispatch_split(s);
-                int u = mkg_mk_first(base), c = 0, c_end = 0;
-                uint64_t t0 = 0;
-                if (u < items) {
-                    mkg_unit_chunk_range(p, u, split, &c, &c_end);
-                    t0 = a.timeline ? mkg_globaltimer() : 0;
-                }
-                while (u < items) {
-                    mkg_dispatch_consume_step<MKG_DTYPE_BF16>(p, s, m, u, c, &ring, &sm, wg, d, tot);
-                    if (++c == c_end) {
+                // One flat loop over (unit, chunk) steps per task (mkg_dispatch_consume_units).
+                uint64_t t0 = a.timeline ? mkg_globaltimer() : 0;
+                auto on_unit = [&](int u) {
+                    if (a.timeline) {
                         if (tid == 0)
                             mkg_mk_stamp(&a, &stamps, o, u, t0, 0);
-                        u += grid;
-                        if (u < items) {
-                            mkg_unit_chunk_range(p, u, split, &c, &c_end);
-                            t0 = a.timeline ? mkg_globaltimer() : 0;
-                        }
+                        t0 = mkg_globaltimer();
                     }
-                }
+                };
+                if (s >= 0)
+                    mkg_dispatch_consume_units<MKG_DTYPE_BF16>(p, s, m, mkg_mk_first(base), grid, items, &ring, &sm,
+                                                               wg, on_unit);
             } else {
                 items = mkg_mk_items(&op, &a.cfg, a.m, a.prefill);
                 for (int i = mkg_mk_first(base); i < items; i += grid) {
@@ -218,7 +211,10 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                     mkg_mk_run_item(&a, o, &op, i, scratch, tid);
                     if (tid == 0)
                         mkg_mk_stamp(&a, &stamps, o, i, t0,
-                                     *(volatile unsigned long long *)(scratch + MKG_MK_READY_AT));
+                                     *(volatile unsigned long long *)(scratch + MKG_MK_READY_AT),
+                                     op.kind == MKG_MK_ATTN && !a.prefill
+                                         ? (const volatile unsigned long long *)(scratch + MKG_MK_PHASE_AT)
+                                         : nullptr);
                 }
             }
             base = (base + items) % grid;

@@ -23,7 +23,7 @@
 extern "C" {
 #endif
 
-#define MKG_MK_STAMP_WORDS 4         /* words per timeline entry */
+#define MKG_MK_STAMP_WORDS 8         /* words per timeline entry */
 
 /* What a task does before its input is ready (mkg_mk_args::opts; MKG_MK_OPTS in the
  * environment of mkg_mk_create overrides MKG_MK_OPT_DEFAULT). */
@@ -31,7 +31,7 @@ extern "C" {
 #define MKG_MK_OPT_NORM_PREFETCH 2u  /* RMSNorm: its weight into L2 */
 #define MKG_MK_OPT_GEMM_L2_TAIL 4u   /* GEMMs of <= 48 MB of weights: deps.l2_tail (unit's B past the ring) */
 #define MKG_MK_OPT_GEMM_L2_ALL 8u    /* deps.l2_tail on every GEMM */
-#define MKG_MK_OPT_DEFAULT 7u
+#define MKG_MK_OPT_DEFAULT 3u   /* the L2 tail measured slower (bench/NOTES.md, mk-v7) */
 
 /* Kernel arguments of one step (passed by value, __grid_constant__). */
 typedef struct mkg_mk_args {
@@ -51,7 +51,8 @@ typedef struct mkg_mk_args {
     const int *pos;
     int m, prefill, pos0;
     unsigned long long *timeline;   /* NULL, or (grid, timeline_cap, MKG_MK_STAMP_WORDS):
-                                       {task << 32 | item, start, input ready (0: GEMM unit), end} */
+                                       {task << 32 | item, start, input ready (0: GEMM unit), end,
+                                        decode attention's step ends x 3 (else 0), 0} */
     int timeline_cap;
     unsigned int opts;              /* MKG_MK_OPT_* bits */
     int force_task;                 /* test hook: this non-GEMM task waits for force_extra more than exists */

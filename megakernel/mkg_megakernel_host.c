@@ -398,7 +398,8 @@ mkg_status mkg_mk_write_trace(mkg_mk *mk, const char *path)
     }
     /* ts / dur: the item on its CTA (consumers); args: the task it waited for (dep), when its
      * input was complete (ready_us) and, for a GEMM unit, when its producer reached it
-     * (reached_us: the weight tiles before the wait start then). */
+     * (reached_us: the weight tiles before the wait start then); decode attention items: the
+     * ends of their RoPE, block loop and merge steps (phase_us). */
     fprintf(f, "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n");
     int first = 1;
     char name[64];
@@ -413,11 +414,16 @@ mkg_status mkg_mk_write_trace(mkg_mk *mk, const char *path)
             reached = st[((size_t)op->table_row * mk->stamp_units + item) * 2];
             ready = st[((size_t)op->table_row * mk->stamp_units + item) * 2 + 1];
         }
+        char phases[96] = "";
+        if (x[4] && x[5] && x[6])
+            snprintf(phases, sizeof phases, ", \"phase_us\": [%.3f, %.3f, %.3f]", (double)(x[4] - t_min) / 1000.0,
+                     (double)(x[5] - t_min) / 1000.0, (double)(x[6] - t_min) / 1000.0);
         fprintf(f, "%s{\"name\": \"%s\", \"ph\": \"X\", \"pid\": 0, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, "
-                   "\"args\": {\"task\": %d, \"item\": %d, \"dep\": %d, \"ready_us\": %.3f, \"reached_us\": %.3f}}",
+                   "\"args\": {\"task\": %d, \"item\": %d, \"dep\": %d, \"ready_us\": %.3f, \"reached_us\": %.3f%s}}",
                 first ? "" : ",\n", mkg_mk_task_name(mk, task, name, sizeof name), (int)(i / mk->timeline_cap),
                 (double)(x[1] - t_min) / 1000.0, (double)(x[3] - x[1]) / 1000.0, task, item, op->dep,
-                ready ? (double)(ready - t_min) / 1000.0 : -1.0, reached ? (double)(reached - t_min) / 1000.0 : -1.0);
+                ready ? (double)(ready - t_min) / 1000.0 : -1.0, reached ? (double)(reached - t_min) / 1000.0 : -1.0,
+                phases);
         first = 0;
     }
     fprintf(f, "\n]}\n");

@@ -340,7 +340,8 @@ static __device__ __forceinline__ void mkg_op_attention_decode_prefetch(const mk
 // Work split: blocks of 16 positions (nb = ceil((pos + 1) / 16)); warp w takes the contiguous
 // blocks [w nb / 8, (w + 1) nb / 8). Before the q / k rotation every warp asks for its cache
 // rows to be prefetched into L2 (bulk prefetch: no registers; prefetched = true: the caller
-// did it already, mkg_op_attention_decode_prefetch, e.g. before the qkv row was ready), so HBM
+// did it already, mkg_op_attention_decode_prefetch, e.g. before the qkv row was ready; phase:
+// thread 0 stamps the ends of steps 1, 4 and 5 there, for a timeline), so HBM
 // latency overlaps the prologue and the whole range streams at once; the warp then keeps MKG_OP_DECODE_DEPTH blocks
 // in flight in registers (a ring: a block's registers are reloaded with block + DEPTH once
 // consumed; mostly L2 hits by then). Per block, tensor cores (mma.sync bf16, FP32
@@ -362,7 +363,8 @@ static __device__ __forceinline__ void mkg_op_attention_decode(const mkg_model_c
                                                                int g, __nv_bfloat16 *k_cache,
                                                                __nv_bfloat16 *v_cache, __nv_bfloat16 *attn,
                                                                unsigned char *scratch, int tid, int bar,
-                                                               bool prefetched = false)
+                                                               bool prefetched = false,
+                                                               volatile unsigned long long *phase = nullptr)
 {
     const int G = cfg->q_heads / cfg->kv_heads;
     const int qkv_n = (cfg->q_heads + 2 * cfg->kv_heads) * MKG_OP_HEAD_DIM;
@@ -413,6 +415,8 @@ static __device__ __forceinline__ void mkg_op_attention_decode(const mkg_model_c
         v_cache[cbase + (size_t)pos * 64 + i + 32] = v1;
     }
     mkg_bar_sync(bar, MKG_OP_THREADS);
+    if (phase && tid == 0)
+        phase[0] = mkg_globaltimer();
 
     // ---- 2. Q^T fragments: column gid is head gid & 3, bf16 part (gid < 4) or remainder;
     // k-step s, reg e: dims 8 tig + 32 (s >> 1) + 4 (s & 1) + 2 e + {0, 1} (heads >= G: zero).
@@ -489,6 +493,8 @@ static __device__ __forceinline__ void mkg_op_attention_decode(const mkg_model_c
         }
     }
     mkg_bar_sync(bar, MKG_OP_THREADS);
+    if (phase && tid == 0)
+        phase[1] = mkg_globaltimer();
 
     // ---- 5. merge the 8 warp partials in warp order: thread (h = tid / 64, d = tid % 64).
     const int h = tid >> 6, d = tid & 63;
@@ -506,6 +512,8 @@ static __device__ __forceinline__ void mkg_op_attention_decode(const mkg_model_c
             __float2bfloat16_rn(O * (1.0f / L));
     }
     mkg_bar_sync(bar, MKG_OP_THREADS);
+    if (phase && tid == 0)
+        phase[2] = mkg_globaltimer();
 }
 
 // ---- cp.async (PTX ISA: data movement, cp.async) -----------------------------------------
@@ -649,7 +657,8 @@ static __device__ __forceinline__ void mkg_op_attention_prefill(const mkg_model_
                                                                 int pos0, int g, __nv_bfloat16 *k_cache,
                                                                 __nv_bfloat16 *v_cache, __nv_bfloat16 *attn,
                                                                 unsigned char *scratch, int tid, int bar,
-                                                               bool prefetched = false)
+                                                               bool prefetched = false,
+                                                               volatile unsigned long long *phase = nullptr)
 {
     const int G = cfg->q_heads / cfg->kv_heads;
     const int qkv_n = (cfg->q_heads + 2 * cfg->kv_heads) * MKG_OP_HEAD_DIM;

@@ -67,3 +67,14 @@ if ready:
     for k, (sig, spread, work, lead, n) in sorted(hop.items(), key=lambda kv: -(kv[1][0] + kv[1][1] + kv[1][2])):
         print(f"  {k:14s} signal {sig / n:7.2f} spread {spread / n:7.2f} work {work / n:7.2f} lead {lead / n:7.2f}"
               f"  ({n} tasks)")
+
+# ---- decode attention phases (traces with phase_us) ------------------------------------------
+ph = [dict(e["args"], end_us=e["ts"] + e["dur"]) for e in events if "phase_us" in e["args"] and e["args"]["task"] >= 7]
+if ph:
+    n = len(ph)
+    tail = sum(a["end_us"] - a["phase_us"][2] for a in ph) / n
+    rope = sum(a["phase_us"][0] - a["ready_us"] for a in ph) / n
+    loop = sum(a["phase_us"][1] - a["phase_us"][0] for a in ph) / n
+    merge = sum(a["phase_us"][2] - a["phase_us"][1] for a in ph) / n
+    print(f"decode attention items after the first layer ({n}): ready -> RoPE and cache append {rope:.2f} us, "
+          f"-> block loop and partials {loop:.2f}, -> merge and store {merge:.2f}, -> signalled {tail:.2f}")
