@@ -6,6 +6,7 @@
  * reads (wait) and of its own task (done). Everything is allocated and uploaded in
  * mkg_mk_create; a step only zeroes counters, copies M and launches.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,6 +109,85 @@ static void mkg_mk_describe(mkg_mk *mk)
     }
 }
 
+// ---- experiment knobs (environment; unset or empty: the planner's choices) ---------------
+//   MKG_MK_KC="kind:kc,..."             the K chunk of every layer of that kind
+//   MKG_MK_FORCE="kind:schedule[@m],..." that schedule in every M bucket up to m (default 64)
+// kind: qkv, o, gate_up, down, lm_head. A K chunk changes the layer's bits, the same for every M
+// and schedule (batch invariance holds); a forced schedule must be one the megakernel runs
+// (a chunk-capable dispatch row), or the step reports MKG_ERR_DISPATCH. Both are for A/B runs
+// of the demo without a rebuild (bench/NOTES.md, session 17). Unknown kinds or schedules: a
+// message on stderr, the entry is ignored.
+
+static int mkg_mk_kind_of(const char *name)
+{
+    static const char *const kinds[MKG_MK_GEMMS_PER_LAYER + 1] = {"qkv", "o", "gate_up", "down", "lm_head"};
+    for (int i = 0; i <= MKG_MK_GEMMS_PER_LAYER; ++i)
+        if (!strcmp(name, kinds[i]))
+            return i;
+    return -1;
+}
+
+// Kind of table row r (MKG_MK_GEMMS_PER_LAYER: the LM head).
+static int mkg_mk_row_kind(const mkg_mk *mk, int r)
+{
+    return r == mk->rows - 1 ? MKG_MK_GEMMS_PER_LAYER : r % MKG_MK_GEMMS_PER_LAYER;
+}
+
+// Calls f(mk, kind, value, m) for every "kind:value[@m]" entry of the variable's list.
+static void mkg_mk_knob_each(mkg_mk *mk, const char *var, void (*f)(mkg_mk *, int, const char *, int))
+{
+    const char *env = getenv(var);
+    if (!env || !*env)
+        return;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", env);
+    char *save = NULL;
+    for (char *e = strtok_r(buf, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
+        char *colon = strchr(e, ':');
+        if (!colon) {
+            fprintf(stderr, "%s: entry '%s' is not kind:value, ignored\n", var, e);
+            continue;
+        }
+        *colon = '\0';
+        int m = 64;
+        char *at = strchr(colon + 1, '@');
+        if (at) {
+            *at = '\0';
+            m = atoi(at + 1);
+        }
+        const int kind = mkg_mk_kind_of(e);
+        if (kind < 0) {
+            fprintf(stderr, "%s: unknown kind '%s' (qkv, o, gate_up, down, lm_head), ignored\n", var, e);
+            continue;
+        }
+        f(mk, kind, colon + 1, m);
+    }
+}
+
+static void mkg_mk_knob_kc(mkg_mk *mk, int kind, const char *value, int m)
+{
+    (void)m;
+    const int kc = atoi(value);
+    for (int r = 0; r < mk->rows; ++r)
+        if (mkg_mk_row_kind(mk, r) == kind)
+            mk->layers[r].kc = kc;
+}
+
+static void mkg_mk_knob_force(mkg_mk *mk, int kind, const char *value, int m_top)
+{
+    const int s = mkg_schedule_find(value);
+    if (s < 0) {
+        fprintf(stderr, "MKG_MK_FORCE: unknown schedule '%s', ignored\n", value);
+        return;
+    }
+    for (int r = 0; r < mk->rows; ++r) {
+        if (mkg_mk_row_kind(mk, r) != kind)
+            continue;
+        for (int m = 1; m <= m_top && m <= mk->layers[r].m_max; ++m)
+            mk->plans[r].schedule[mkg_bucket_of(m)] = (unsigned char)s;
+    }
+}
+
 static void mkg_mk_gpu(mkg_gpu_info *g)
 {
     struct cudaDeviceProp prop;
@@ -178,12 +258,15 @@ mkg_status mkg_mk_create(mkg_model *md, const mkg_layer_plan *plans, mkg_mk **ou
     if (st == MKG_OK) {
         mkg_mk_graph_build(&mk->cfg, md, mk->ops_h);
         mkg_mk_describe(mk);
+        mkg_mk_knob_each(mk, "MKG_MK_KC", mkg_mk_knob_kc);
         if (plans) {
             memcpy(mk->plans, plans, (size_t)mk->rows * sizeof *plans);
         } else {
             const mkg_cost_model cm = mkg_cost_model_h200();
             st = mkg_layers_plan(&cm, mk->layers, mk->rows, &g, mk->plans);
         }
+        if (st == MKG_OK)
+            mkg_mk_knob_each(mk, "MKG_MK_FORCE", mkg_mk_knob_force);
     }
     if (st == MKG_OK)
         st = mkg_table_create(mk->layers, mk->rows, mk->plans, &mk->table);
@@ -218,8 +301,9 @@ void mkg_mk_print_plan(const mkg_mk *mk, int m, FILE *f)
         const mkg_layer_desc *l = mk->layers + r;
         const int last = r == mk->rows - 1;
         const mkg_schedule_info *s = mkg_schedule_get(mk->plans[r].schedule[b]);
-        fprintf(f, "  %-6s %-13s N %6d K %5d  %s\n", last ? "head" : "", last ? "lm_head" : mkg_mk_gemm_names[r % 4],
-                l->n, l->k, s ? s->name : "?");
+        fprintf(f, "  %-6s %-13s N %6d K %5d KC %5d  %s\n", last ? "head" : "",
+                last ? "lm_head" : mkg_mk_gemm_names[r % 4], l->n, l->k, l->kc < l->k ? l->kc : l->k,
+                s ? s->name : "?");
         if (r == MKG_MK_GEMMS_PER_LAYER - 1 && mk->rows > MKG_MK_GEMMS_PER_LAYER + 1)
             fprintf(f, "  (layers 1 .. %d: the same shapes, the same schedules)\n", mk->cfg.layers - 1);
         if (r == MKG_MK_GEMMS_PER_LAYER - 1)
@@ -464,8 +548,11 @@ mkg_status mkg_mk_plan_print(const mkg_model_config *c, const int *ms, int count
         mk.sms = g.sms;                              /* the layers' K chunks depend on it */
         mkg_mk_graph_build(c, &md, mk.ops_h);
         mkg_mk_describe(&mk);
+        mkg_mk_knob_each(&mk, "MKG_MK_KC", mkg_mk_knob_kc);
         const mkg_cost_model cm = mkg_cost_model_h200();
         st = mkg_layers_plan(&cm, mk.layers, mk.rows, &g, mk.plans);
+        if (st == MKG_OK)
+            mkg_mk_knob_each(&mk, "MKG_MK_FORCE", mkg_mk_knob_force);
         for (int i = 0; st == MKG_OK && i < count; ++i)
             mkg_mk_print_plan(&mk, ms[i], f);
     }

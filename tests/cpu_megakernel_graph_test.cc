@@ -258,3 +258,41 @@ TEST(MegakernelGraph, PrintedPlanSplitsTheDownLayerAtDecode)
     const std::string line = out.substr(down, out.find('\n', down) - down);
     EXPECT_NE(line.find("_sk"), std::string::npos) << "M = 1 down layer planned unsplit: " << line;
 }
+
+// The experiment knobs (MKG_MK_KC, MKG_MK_FORCE) reach the plan the megakernel runs: a K chunk
+// per kind of layer, and a schedule per kind up to an M; entries with an unknown kind or
+// schedule are ignored.
+TEST(MegakernelGraph, KnobsSetTheChunkAndTheScheduleOfAKind)
+{
+    mkg_model_config c = mkg_model_config_llama32_1b();
+    c.layers = 2;
+    c.max_tokens = 64;
+    const auto plan = [&](int m) {
+        char *buf = nullptr;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        EXPECT_NE(f, nullptr);
+        const int ms[] = {m};
+        EXPECT_EQ(mkg_mk_plan_print(&c, ms, 1, f), MKG_OK);
+        fclose(f);
+        const std::string out(buf, len);
+        free(buf);
+        return out;
+    };
+    const auto line = [](const std::string &out, const char *kind) {
+        const size_t at = out.find(kind);
+        return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
+    };
+    const std::string before = plan(1);
+    ASSERT_EQ(setenv("MKG_MK_KC", "qkv:1024,bogus:512", 1), 0);
+    ASSERT_EQ(setenv("MKG_MK_FORCE", "o:m16n128k64_s8_swap_rn_g8@8,down:no_such_row", 1), 0);
+    const std::string m1 = plan(1), m16 = plan(16);
+    unsetenv("MKG_MK_KC");
+    unsetenv("MKG_MK_FORCE");
+    EXPECT_EQ(plan(1), before) << "the knobs must not outlive their variables";
+    EXPECT_NE(line(m1, "qkv").find("KC  1024"), std::string::npos) << line(m1, "qkv");
+    EXPECT_NE(line(before, "qkv").find("KC  2048"), std::string::npos) << line(before, "qkv");
+    EXPECT_NE(line(m1, "o+res").find("m16n128k64_s8_swap_rn_g8"), std::string::npos) << line(m1, "o+res");
+    EXPECT_EQ(line(m16, "o+res"), line(plan(16), "o+res")) << "forced only up to M = 8";
+    EXPECT_EQ(line(m1, "down+res"), line(before, "down+res")) << "an unknown schedule is ignored";
+}
