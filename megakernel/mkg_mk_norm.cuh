@@ -68,6 +68,20 @@ static __device__ __forceinline__ void mkg_norm_prefetch_weight(const __nv_bfloa
         mkg_prefetch_l2((const uint4 *)g + c);
 }
 
+// All 256 threads on one row: rsqrt(mean(x^2) + eps) from each warp's butterfly sum s, the
+// 8 warp sums added w = 0, 1, ... (red: 8 floats of shared memory; a group barrier inside).
+static __device__ __forceinline__ float mkg_norm_rs(float s, float *red, int warp, int lane, int h, float eps, int bar)
+{
+    if (lane == 0)
+        red[warp] = s;
+    mkg_bar_sync(bar, MKG_OP_THREADS);
+    float ss = red[0];
+#pragma unroll
+    for (int w = 1; w < MKG_OP_THREADS / 32; ++w)
+        ss += red[w];
+    return rsqrtf(ss / (float)h + eps);
+}
+
 // Rows row0 .. row0+rows-1 of x (row stride h, a multiple of 8) into y. red: 8 floats
 // of shared memory. Ends with a group barrier.
 static __device__ __forceinline__ void mkg_op_rmsnorm_rows(const __nv_bfloat16 *x, const __nv_bfloat16 *g,
@@ -84,15 +98,8 @@ static __device__ __forceinline__ void mkg_op_rmsnorm_rows(const __nv_bfloat16 *
             const uint4 *xr = (const uint4 *)(x + (size_t)(row0 + r) * h);
             const uint4 xv = tid < chunks ? __ldcg(xr + tid) : zero;
             const uint4 gv = tid < chunks ? __ldg(gw + tid) : zero;
-            const float s = mkg_norm_butterfly(tid < chunks ? mkg_norm_ss8(xv, 0.0f) : 0.0f);
-            if (lane == 0)
-                red[warp] = s;
-            mkg_bar_sync(bar, MKG_OP_THREADS);
-            float ss = red[0];
-#pragma unroll
-            for (int w = 1; w < MKG_OP_THREADS / 32; ++w)
-                ss += red[w];
-            const float rs = rsqrtf(ss / (float)h + eps);
+            const float rs = mkg_norm_rs(mkg_norm_butterfly(tid < chunks ? mkg_norm_ss8(xv, 0.0f) : 0.0f), red,
+                                         warp, lane, h, eps, bar);
             if (tid < chunks)
                 ((uint4 *)(y + (size_t)(row0 + r) * h))[tid] = mkg_norm_scale8(xv, gv, rs);
             mkg_bar_sync(bar, MKG_OP_THREADS);          // red is reused by the next row
@@ -100,15 +107,8 @@ static __device__ __forceinline__ void mkg_op_rmsnorm_rows(const __nv_bfloat16 *
     } else if (rows < 8) {
         for (int r = 0; r < rows; ++r) {
             const uint4 *xr = (const uint4 *)(x + (size_t)(row0 + r) * h);
-            const float s = mkg_norm_butterfly(mkg_norm_partial(xr, chunks, tid));
-            if (lane == 0)
-                red[warp] = s;
-            mkg_bar_sync(bar, MKG_OP_THREADS);
-            float ss = red[0];
-#pragma unroll
-            for (int w = 1; w < MKG_OP_THREADS / 32; ++w)
-                ss += red[w];
-            const float rs = rsqrtf(ss / (float)h + eps);
+            const float rs = mkg_norm_rs(mkg_norm_butterfly(mkg_norm_partial(xr, chunks, tid)), red, warp, lane, h,
+                                         eps, bar);
             mkg_norm_scale(xr, gw, (uint4 *)(y + (size_t)(row0 + r) * h), chunks, tid, MKG_OP_THREADS, rs);
             mkg_bar_sync(bar, MKG_OP_THREADS);          // red is reused by the next row
         }
