@@ -4,8 +4,8 @@
 # logs and JSON into OUTDIR (at most 8 files come back from the lent machine).
 #
 #   MKG_STAGES   comma list of stages to run (default: build,sass,test,sanitize,bench; also probe
-#                (tools/launch_probe.cu), mk, mkopts (the demo per MKG_MK_OPTS_LIST value), ncu, ncusrc,
-#                ncustall, cubsrc)
+#                (tools/launch_probe.cu), mk, mkopts (the demo per MKG_MK_OPTS_LIST value or MKG_MK_CASES
+#                entry), sq8192 (square_8192 bf16, MKG_SQ_RUNS runs), ncu, ncusrc, ncustall, cubsrc)
 #   MKG_BENCH_ARGS extra arguments for mkg_bench_gemm (e.g. "--only square_8192 --pdl 1"); MKG_BENCH_DTYPES
 #                ("bf16 fp16" by default; add tf32 for fp32 operands with tf32 math)
 #   MKG_NCU_ONLY  shape for the ncu stage (square_8192)
@@ -99,18 +99,41 @@ if has mk; then
 fi
 
 if has mkopts; then
-  # A/B of the megakernel's pre-wait options (MKG_MK_OPT_* bits): the demo once per value of
-  # MKG_MK_OPTS_LIST, each with its decode timeline summarized, into one file.
-  say "megakernel options ${MKG_MK_OPTS_LIST:-0 7}"
-  for o in ${MKG_MK_OPTS_LIST:-0 7}; do
-    echo "#### MKG_MK_OPTS=$o" >>"$out/mkopts.txt"
-    MKG_MK_OPTS=$o timeout 300 "$build"/megakernel/mkg_demo --out "/tmp/megakernel_opts_$o.json" \
-      --trace "/tmp/trace_opts_$o.json" --commit "$commit" ${MKG_MK_ARGS:-} >"/tmp/mk_opts_$o.txt" 2>&1
+  # A/B runs of the megakernel demo, each with its decode timeline summarized, into one file:
+  # one case per value of MKG_MK_OPTS_LIST (the MKG_MK_OPT_* bits), or, when MKG_MK_CASES is
+  # set, one per ';'-separated list of environment assignments (e.g.
+  # "MKG_MK_OPTS=3;MKG_MK_OPTS=3 MKG_MK_KC=qkv:1024,o:1024").
+  if [ -n "${MKG_MK_CASES:-}" ]; then cases=$MKG_MK_CASES; else
+    cases=""; for o in ${MKG_MK_OPTS_LIST:-0 3}; do cases="$cases${cases:+;}MKG_MK_OPTS=$o"; done
+  fi
+  say "megakernel cases: $cases"
+  i=0
+  IFS=';' read -r -a case_list <<<"$cases"
+  for c in "${case_list[@]}"; do
+    i=$((i + 1))
+    echo "#### $c" >>"$out/mkopts.txt"
+    # shellcheck disable=SC2086
+    env $c timeout 300 "$build"/megakernel/mkg_demo --out "/tmp/megakernel_case_$i.json" \
+      --trace "/tmp/trace_case_$i.json" --commit "$commit" ${MKG_MK_ARGS:-} >"/tmp/mk_case_$i.txt" 2>&1
     rc=$?
-    grep -E "^(decode|prefill) " "/tmp/mk_opts_$o.txt" | tee -a "$out/mkopts.txt" "$log"
-    say "mkg_demo opts $o rc=$rc"
-    python3 "$root/tools/trace_summary.py" "/tmp/trace_opts_$o.json" | sed -n '/time added/,$p' >>"$out/mkopts.txt" 2>&1
+    grep -E "^(decode|prefill) |^ +(qkv|o\+res|down\+res) .*KC" "/tmp/mk_case_$i.txt" | head -9 |
+      tee -a "$out/mkopts.txt" "$log"
+    say "mkg_demo case $i ($c) rc=$rc"
+    python3 "$root/tools/trace_summary.py" "/tmp/trace_case_$i.json" | sed -n '/time added/,$p' >>"$out/mkopts.txt" 2>&1
   done
+fi
+
+if has sq8192; then
+  # square_8192 bf16 alone, MKG_SQ_RUNS (3) runs of 100 interleaved replays: the ratio lines of
+  # every run in one file (a JSON per run would overrun what the lent machine sends back).
+  say "square_8192 x ${MKG_SQ_RUNS:-3}"
+  for r in $(seq 1 "${MKG_SQ_RUNS:-3}"); do
+    timeout 300 "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" --dtype bf16 --only square_8192 \
+      --replays 100 --out "/tmp/sq8192_$r.json" --commit "$commit" >"/tmp/sq8192_$r.txt" 2>&1
+    echo "run $r rc=$?: $(grep -E '^square_8192' "/tmp/sq8192_$r.txt" | head -1)" | tee -a "$out/sq8192.txt" "$log"
+    grep -E "square_8192: oracle" "/tmp/sq8192_$r.txt" | tee -a "$out/sq8192.txt" "$log"
+  done
+  cp "/tmp/sq8192_1.json" "$out/gemm_bf16_sq8192_r100.json" 2>/dev/null
 fi
 
 if has probe; then
