@@ -17,7 +17,8 @@
 #   MKG_BUILD_TARGETS only these build targets; MKG_GPU_TEST_BIN the test stage's binary (mkgemm_gpu_tests).
 #                A quick GEMM-only run: MKG_CMAKE_ARGS=-DMKG_BENCH_DISPATCH=OFF
 #                MKG_BUILD_TARGETS="mkgemm_gemm_gpu_tests mkg_bench_gemm" MKG_GPU_TEST_BIN=mkgemm_gemm_gpu_tests
-# Every stage runs under a time limit so a hang cannot eat the lease.
+# Every stage runs under a time limit so a hang cannot eat the lease. The lent machine sends
+# back at most 8 files: the default stages write 8, so add mkopts or sq8192 to a shorter list.
 set -u -o pipefail
 out=${1:?usage: bench/run_gpu.sh OUTDIR}
 mkdir -p "$out"
@@ -112,6 +113,7 @@ if has mkopts; then
   for c in "${case_list[@]}"; do
     i=$((i + 1))
     echo "#### $c" >>"$out/mkopts.txt"
+    rm -f "/tmp/megakernel_case_$i.json" "/tmp/trace_case_$i.json" "/tmp/mk_case_$i.txt"
     # shellcheck disable=SC2086
     env $c timeout 300 "$build"/megakernel/mkg_demo --out "/tmp/megakernel_case_$i.json" \
       --trace "/tmp/trace_case_$i.json" --commit "$commit" ${MKG_MK_ARGS:-} >"/tmp/mk_case_$i.txt" 2>&1
@@ -119,7 +121,7 @@ if has mkopts; then
     grep -E "^(decode|prefill) |^ +(qkv|o\+res|down\+res) .*KC" "/tmp/mk_case_$i.txt" | head -9 |
       tee -a "$out/mkopts.txt" "$log"
     say "mkg_demo case $i ($c) rc=$rc"
-    python3 "$root/tools/trace_summary.py" "/tmp/trace_case_$i.json" | sed -n '/time added/,$p' >>"$out/mkopts.txt" 2>&1
+    python3 "$root/tools/trace_summary.py" "/tmp/trace_case_$i.json" 2>&1 | sed -n '/time added/,$p' >>"$out/mkopts.txt"
   done
 fi
 
@@ -128,6 +130,7 @@ if has sq8192; then
   # every run in one file (a JSON per run would overrun what the lent machine sends back).
   say "square_8192 x ${MKG_SQ_RUNS:-3}"
   for r in $(seq 1 "${MKG_SQ_RUNS:-3}"); do
+    rm -f "/tmp/sq8192_$r.json" "/tmp/sq8192_$r.txt"
     timeout 300 "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" --dtype bf16 --only square_8192 \
       --replays 100 --out "/tmp/sq8192_$r.json" --commit "$commit" >"/tmp/sq8192_$r.txt" 2>&1
     echo "run $r rc=$?: $(grep -E '^square_8192' "/tmp/sq8192_$r.txt" | head -1)" | tee -a "$out/sq8192.txt" "$log"

@@ -111,7 +111,8 @@ static void mkg_mk_describe(mkg_mk *mk)
 
 // ---- experiment knobs (environment; unset or empty: the planner's choices) ---------------
 //   MKG_MK_KC="kind:kc,..."             the K chunk of every layer of that kind
-//   MKG_MK_FORCE="kind:schedule[@m],..." that schedule in every M bucket up to m (default 64)
+//   MKG_MK_FORCE="kind:schedule[@m],..." that schedule in every M bucket that holds an M <= m
+//                                        (default 64; whole buckets: @10 also forces M 11, 12)
 // kind: qkv, o, gate_up, down, lm_head. A K chunk changes the layer's bits, the same for every M
 // and schedule (batch invariance holds); a forced schedule must be one the megakernel runs
 // (a chunk-capable dispatch row), or the step reports MKG_ERR_DISPATCH. Both are for A/B runs
@@ -302,7 +303,8 @@ void mkg_mk_print_plan(const mkg_mk *mk, int m, FILE *f)
         const int last = r == mk->rows - 1;
         const mkg_schedule_info *s = mkg_schedule_get(mk->plans[r].schedule[b]);
         fprintf(f, "  %-6s %-13s N %6d K %5d KC %5d  %s\n", last ? "head" : "",
-                last ? "lm_head" : mkg_mk_gemm_names[r % 4], l->n, l->k, l->kc < l->k ? l->kc : l->k,
+                last ? "lm_head" : mkg_mk_gemm_names[r % 4], l->n, l->k,
+                mk->plans[r].kc < l->k ? mk->plans[r].kc : l->k,
                 s ? s->name : "?");
         if (r == MKG_MK_GEMMS_PER_LAYER - 1 && mk->rows > MKG_MK_GEMMS_PER_LAYER + 1)
             fprintf(f, "  (layers 1 .. %d: the same shapes, the same schedules)\n", mk->cfg.layers - 1);
@@ -356,7 +358,10 @@ mkg_status mkg_mk_set_timeline(mkg_mk *mk, int cap)
     }
     mk->timeline_cap = cap;
     mk->stamp_units = units;
-    return mkg_mk_point_stamps(mk);
+    const mkg_status st = mkg_mk_point_stamps(mk);
+    if (st != MKG_OK)
+        mkg_mk_set_timeline(mk, 0);
+    return st;
 }
 
 void mkg_mk_set_timeout_ms(mkg_mk *mk, double ms)
@@ -499,7 +504,9 @@ mkg_status mkg_mk_write_trace(mkg_mk *mk, const char *path)
             ready = st[((size_t)op->table_row * mk->stamp_units + item) * 2 + 1];
         }
         char phases[96] = "";
-        if (x[4] && x[5] && x[6])
+        /* phase stamps only from an item that ran its op (a stalled item leaves the scratch
+         * words of an earlier one): in order, between its start and its end */
+        if (x[1] <= x[4] && x[4] <= x[5] && x[5] <= x[6] && x[6] <= x[3])
             snprintf(phases, sizeof phases, ", \"phase_us\": [%.3f, %.3f, %.3f]", (double)(x[4] - t_min) / 1000.0,
                      (double)(x[5] - t_min) / 1000.0, (double)(x[6] - t_min) / 1000.0);
         fprintf(f, "%s{\"name\": \"%s\", \"ph\": \"X\", \"pid\": 0, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, "

@@ -61,10 +61,11 @@ static __device__ __forceinline__ void mkg_norm_scale(const uint4 *x, const uint
         y[c] = mkg_norm_scale8(__ldcg(x + c), __ldg(g + c), rs);
 }
 
-// Asks the L2 for the norm weight g (chunks of 16 bytes), e.g. before the rows are ready.
+// Asks the L2 for the norm weight g (h bf16, 16-byte aligned), one request per 128-byte line,
+// e.g. before the rows are ready.
 static __device__ __forceinline__ void mkg_norm_prefetch_weight(const __nv_bfloat16 *g, int h, int tid)
 {
-    for (int c = tid; c < (h >> 3); c += MKG_OP_THREADS)
+    for (int c = 8 * tid; c < (h >> 3); c += 8 * MKG_OP_THREADS)
         mkg_prefetch_l2((const uint4 *)g + c);
 }
 

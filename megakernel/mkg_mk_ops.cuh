@@ -656,9 +656,7 @@ static __device__ __forceinline__ void mkg_op_attention_prefill(const mkg_model_
                                                                 const __nv_bfloat16 *qkv, int t0, int tcount,
                                                                 int pos0, int g, __nv_bfloat16 *k_cache,
                                                                 __nv_bfloat16 *v_cache, __nv_bfloat16 *attn,
-                                                                unsigned char *scratch, int tid, int bar,
-                                                               bool prefetched = false,
-                                                               volatile unsigned long long *phase = nullptr)
+                                                                unsigned char *scratch, int tid, int bar)
 {
     const int G = cfg->q_heads / cfg->kv_heads;
     const int qkv_n = (cfg->q_heads + 2 * cfg->kv_heads) * MKG_OP_HEAD_DIM;

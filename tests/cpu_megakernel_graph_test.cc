@@ -284,11 +284,21 @@ TEST(MegakernelGraph, KnobsSetTheChunkAndTheScheduleOfAKind)
         return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
     };
     const std::string before = plan(1);
-    ASSERT_EQ(setenv("MKG_MK_KC", "qkv:1024,bogus:512", 1), 0);
-    ASSERT_EQ(setenv("MKG_MK_FORCE", "o:m16n128k64_s8_swap_rn_g8@8,down:no_such_row", 1), 0);
-    const std::string m1 = plan(1), m16 = plan(16);
-    unsetenv("MKG_MK_KC");
-    unsetenv("MKG_MK_FORCE");
+    struct Unset {   // the variables never outlive the test, even when an ASSERT returns early
+        ~Unset()
+        {
+            unsetenv("MKG_MK_KC");
+            unsetenv("MKG_MK_FORCE");
+        }
+    };
+    std::string m1, m16;
+    {
+        const Unset unset;
+        ASSERT_EQ(setenv("MKG_MK_KC", "qkv:1024,bogus:512", 1), 0);
+        ASSERT_EQ(setenv("MKG_MK_FORCE", "o:m16n128k64_s8_swap_rn_g8@8,down:no_such_row", 1), 0);
+        m1 = plan(1);
+        m16 = plan(16);
+    }
     EXPECT_EQ(plan(1), before) << "the knobs must not outlive their variables";
     EXPECT_NE(line(m1, "qkv").find("KC  1024"), std::string::npos) << line(m1, "qkv");
     EXPECT_NE(line(before, "qkv").find("KC  2048"), std::string::npos) << line(before, "qkv");
