@@ -201,6 +201,17 @@ static __device__ __forceinline__ int mkg_unit_count(const mkg_gemm_params *p, i
 
 // ---- producer: one elected thread --------------------------------------------------
 
+// B of a megakernel GEMM: with MKG_DEPS_B_EVICT_FIRST, under the evict-first policy.
+static __device__ __forceinline__ void mkg_tma_load_2d_b(uint32_t dst, const CUtensorMap *map, uint32_t bar, int c0,
+                                                         int c1, unsigned int dep_flags)
+{
+    if (dep_flags & MKG_DEPS_B_EVICT_FIRST)
+        mkg_tma_load_2d_hint(dst, map, bar, c0, c1, mkg_l2_policy_evict_first());
+    else
+        mkg_tma_load_2d(dst, map, bar, c0, c1);
+}
+
+
 // Megakernel GEMMs (deps.wait set) split a unit's loads in two: B (weights) of the
 // first stages goes out before A's rows are ready, so the weight stream overlaps the
 // wait; then A lands in those stages and the rest of the unit follows. Returns the
@@ -220,10 +231,11 @@ static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_pa
         mkg_ring_wait_empty(r, sm, s);
         const uint32_t full = sm->full + 8u * s;
         mkg_mbarrier_arrive_expect_tx(full, S::STAGE_BYTES);
-        mkg_tma_load_2d(sm->ring + s * S::STAGE_BYTES + S::A_BYTES, map_b, full, (kt0 + i) * TK, u.t.n * TN);
+        mkg_tma_load_2d_b(sm->ring + s * S::STAGE_BYTES + S::A_BYTES, map_b, full, (kt0 + i) * TK, u.t.n * TN,
+                          p->deps.flags);
         mkg_ring_advance<ST>(r);
     }
-    if (p->deps.l2_tail) {
+    if (p->deps.flags & MKG_DEPS_L2_TAIL) {
         const int kt_end = min(u.c1 * u.kct, u.kt);
         for (int kt = kt0 + pre; kt < kt_end; ++kt)
             mkg_tma_prefetch_l2_2d(map_b, kt * TK, u.t.n * TN);
@@ -266,7 +278,7 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
             mkg_tma_load_2d_multicast(stage + S::A_BYTES + rank * (TN / CL) * 128u, map_b, full, kt * TK,
                                       u.t.n * TN + (int)rank * (TN / CL), (uint16_t)((1u << CL) - 1u));
         else
-            mkg_tma_load_2d(stage + S::A_BYTES, map_b, full, kt * TK, u.t.n * TN);
+            mkg_tma_load_2d_b(stage + S::A_BYTES, map_b, full, kt * TK, u.t.n * TN, p->deps.flags);
         MKG_PROBE_STAGE(1, kt - kt0);
         mkg_ring_advance<ST>(r);
     }

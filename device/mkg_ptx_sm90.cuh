@@ -120,6 +120,23 @@ static __device__ __forceinline__ void mkg_tma_load_2d_multicast(uint32_t dst, c
                  ::"r"(dst), "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask) : "memory");
 }
 
+// As mkg_tma_load_2d, with an L2 cache policy (mkg_l2_policy_evict_first).
+static __device__ __forceinline__ void mkg_tma_load_2d_hint(uint32_t dst, const CUtensorMap *map, uint32_t bar,
+                                                            int c0, int c1, uint64_t policy)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+                 " [%0], [%1, {%2, %3}], [%4], %5;"
+                 ::"r"(dst), "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(bar), "l"(policy) : "memory");
+}
+
+// An L2 cache policy (PTX ISA: createpolicy): lines it loads are the first to be evicted.
+static __device__ __forceinline__ uint64_t mkg_l2_policy_evict_first(void)
+{
+    uint64_t policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    return policy;
+}
+
 // Prefetches the box at {c0, c1} into L2 (no shared memory, no completion).
 static __device__ __forceinline__ void mkg_tma_prefetch_l2_2d(const CUtensorMap *map, int c0, int c1)
 {

@@ -50,10 +50,14 @@ typedef struct mkg_gemm_deps {
     unsigned long long timeout_ns;  /**< a wait longer than this is a stall */
     unsigned long long *stamps;     /**< optional timeline (NULL: off): unit u's producer writes {reached u,
                                          A rows ready} (globaltimer ns) to stamps[2 u], stamps[2 u + 1] */
-    unsigned int l2_tail;           /**< 1: before the wait, the producer also asks the L2 for the unit's B
-                                         tiles past the first stages (the weight stream keeps going while
-                                         A is not ready); 0: no */
+    unsigned int flags;             /**< MKG_DEPS_* bits (0: none) */
 } mkg_gemm_deps;
+
+/** mkg_gemm_deps::flags. */
+#define MKG_DEPS_L2_TAIL 1u        /**< before the wait, the producer also asks the L2 for the unit's B tiles
+                                        past the first stages (the weight stream goes on while A is not ready) */
+#define MKG_DEPS_B_EVICT_FIRST 2u  /**< B (weights, read once per step) loads with an L2 evict-first hint, so
+                                        they do not push activations, caches and code out of the L2 */
 
 /** A GEMM as the caller describes it. Leading dimensions are in elements. */
 typedef struct mkg_gemm_desc {

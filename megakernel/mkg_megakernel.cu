@@ -76,13 +76,18 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
         elems = mkg_mk_attn_elems(c, a->m, a->prefill, item);
     }
     // Before the input is ready: what only depends on earlier launches or the weights.
+    float2 rope = make_float2(0.0f, 0.0f);
     if (op->kind == MKG_MK_NORM) {
         if (a->opts & MKG_MK_OPT_NORM_PREFETCH)
             mkg_norm_prefetch_weight((const __nv_bfloat16 *)op->weight, c->hidden, tid);
-    } else if (!a->prefill && (a->opts & MKG_MK_OPT_ATTN_PREFETCH)) {
+    } else if (!a->prefill) {
         const int t = item / c->kv_heads;
-        mkg_op_attention_decode_prefetch(c, op->layer, t, __ldg(a->pos + t), item % c->kv_heads,
-                                         (const __nv_bfloat16 *)a->k_cache, (const __nv_bfloat16 *)a->v_cache, tid);
+        if (a->opts & MKG_MK_OPT_ATTN_PREFETCH)
+            mkg_op_attention_decode_prefetch(c, op->layer, t, __ldg(a->pos + t), item % c->kv_heads,
+                                             (const __nv_bfloat16 *)a->k_cache, (const __nv_bfloat16 *)a->v_cache,
+                                             tid);
+        if (a->opts & MKG_MK_OPT_ROPE_EARLY)
+            mkg_op_rope_cs(__ldg(a->pos + t), tid & 31, c->rope_theta, &rope.x, &rope.y);
     }
     if (tid == 0) {
         bool ok = true;
@@ -119,7 +124,9 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
                                         (__nv_bfloat16 *)a->v_cache, (__nv_bfloat16 *)a->attn, scratch, tid,
                                         MKG_MK_BAR, (a->opts & MKG_MK_OPT_ATTN_PREFETCH) != 0,
                                         a->timeline ? (volatile unsigned long long *)(scratch + MKG_MK_PHASE_AT)
-                                                    : nullptr);
+                                                    : nullptr,
+                                        (a->opts & MKG_MK_OPT_ATTN_CG) != 0,
+                                        (a->opts & MKG_MK_OPT_ROPE_EARLY) ? &rope : nullptr);
         }
     }
     // Every thread's stores (and flag reads) are done before the count and the next item.

@@ -104,8 +104,11 @@ static void mkg_mk_describe(mkg_mk *mk)
         d->timeout_ns = (unsigned long long)(mk->timeout_ms * 1e6);
         const mkg_layer_desc *l = mk->layers + op->table_row;
         const double weight_bytes = (double)l->n * l->k * 2.0;
-        d->l2_tail = (mk->opts & MKG_MK_OPT_GEMM_L2_ALL) ||
-                     ((mk->opts & MKG_MK_OPT_GEMM_L2_TAIL) && weight_bytes <= 48.0 * 1024 * 1024);
+        d->flags = ((mk->opts & MKG_MK_OPT_GEMM_L2_ALL) ||
+                    ((mk->opts & MKG_MK_OPT_GEMM_L2_TAIL) && weight_bytes <= 48.0 * 1024 * 1024)
+                        ? MKG_DEPS_L2_TAIL
+                        : 0u) |
+                   ((mk->opts & MKG_MK_OPT_B_EVICT_FIRST) ? MKG_DEPS_B_EVICT_FIRST : 0u);
     }
 }
 

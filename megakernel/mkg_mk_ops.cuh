@@ -179,7 +179,7 @@ struct mkg_op_kv16 {
 // function (this form: no spills there).
 static __device__ __forceinline__ void mkg_op_decode_load(mkg_op_kv16 *b, const uint4 *kl, const uint4 *vl, int blk,
                                                           int blk_end, int pos, const uint4 *s_k4, const uint4 *s_v4,
-                                                          int gid, int tig)
+                                                          int gid, int tig, bool cg = false)
 {
     const uint32_t off = (uint32_t)blk * 128u;   // 128 uint4 (16 rows) a block
     const uint4 *kp = kl + off, *vp = vl + off;
@@ -191,9 +191,9 @@ static __device__ __forceinline__ void mkg_op_decode_load(mkg_op_kv16 *b, const 
     for (int i = 0; i < 4; ++i) {
         uint4 x = make_uint4(0, 0, 0, 0), y = make_uint4(0, 0, 0, 0);
         if (kr[i] < lim)
-            x = __ldg(kp + ko[i]);
+            x = cg ? __ldcg(kp + ko[i]) : __ldg(kp + ko[i]);
         if (vr[i] < lim)
-            y = __ldg(vp + vo[i]);
+            y = cg ? __ldcg(vp + vo[i]) : __ldg(vp + vo[i]);
         b->k[i] = x;
         b->v[i] = y;
     }
@@ -341,7 +341,9 @@ static __device__ __forceinline__ void mkg_op_attention_decode_prefetch(const mk
 // blocks [w nb / 8, (w + 1) nb / 8). Before the q / k rotation every warp asks for its cache
 // rows to be prefetched into L2 (bulk prefetch: no registers; prefetched = true: the caller
 // did it already, mkg_op_attention_decode_prefetch, e.g. before the qkv row was ready; phase:
-// thread 0 stamps the ends of steps 1, 4 and 5 there, for a timeline), so HBM
+// thread 0 stamps the ends of steps 1, 4 and 5 there, for a timeline; cg: the cache rows by
+// ld.global.cg instead of the non-coherent path; rope_cs: this thread's RoPE cos / sin of pos,
+// computed by the caller, e.g. before the wait), so HBM
 // latency overlaps the prologue and the whole range streams at once; the warp then keeps MKG_OP_DECODE_DEPTH blocks
 // in flight in registers (a ring: a block's registers are reloaded with block + DEPTH once
 // consumed; mostly L2 hits by then). Per block, tensor cores (mma.sync bf16, FP32
@@ -364,7 +366,8 @@ static __device__ __forceinline__ void mkg_op_attention_decode(const mkg_model_c
                                                                __nv_bfloat16 *v_cache, __nv_bfloat16 *attn,
                                                                unsigned char *scratch, int tid, int bar,
                                                                bool prefetched = false,
-                                                               volatile unsigned long long *phase = nullptr)
+                                                               volatile unsigned long long *phase = nullptr,
+                                                               bool cg = false, const float2 *rope_cs = nullptr)
 {
     const int G = cfg->q_heads / cfg->kv_heads;
     const int qkv_n = (cfg->q_heads + 2 * cfg->kv_heads) * MKG_OP_HEAD_DIM;
@@ -393,7 +396,12 @@ static __device__ __forceinline__ void mkg_op_attention_decode(const mkg_model_c
         const int h = tid >> 5, i = tid & 31;
         const __nv_bfloat16 *src = row + (h < G ? g * G + h : cfg->q_heads + g) * MKG_OP_HEAD_DIM;
         float c, s, o0, o1;
-        mkg_op_rope_cs(pos, i, theta, &c, &s);
+        if (rope_cs) {
+            c = rope_cs->x;
+            s = rope_cs->y;
+        } else {
+            mkg_op_rope_cs(pos, i, theta, &c, &s);
+        }
         mkg_op_rope_pair(__bfloat162float(__ldcg(src + i)), __bfloat162float(__ldcg(src + i + 32)), c, s, &o0, &o1);
         if (h < G) {
             s_q[h * 64 + i] = __fmul_rn(o0 * 0.125f, MKG_OP_LOG2E);
@@ -455,13 +463,14 @@ static __device__ __forceinline__ void mkg_op_attention_decode(const mkg_model_c
     mkg_op_kv16 buf[MKG_OP_DECODE_DEPTH];
 #pragma unroll
     for (int d = 0; d < MKG_OP_DECODE_DEPTH; ++d)
-        mkg_op_decode_load(&buf[d], kl, vl, blk0 + d, blk1, pos, s_k4, s_v4, gid, tig);
+        mkg_op_decode_load(&buf[d], kl, vl, blk0 + d, blk1, pos, s_k4, s_v4, gid, tig, cg);
     for (int b0 = blk0; b0 < blk1; b0 += MKG_OP_DECODE_DEPTH) {
 #pragma unroll
         for (int d = 0; d < MKG_OP_DECODE_DEPTH; ++d) {
             if (b0 + d < blk1) {
                 mkg_op_decode_block(&buf[d], b0 + d, pos, qb, acc, m, l, gid, tig);
-                mkg_op_decode_load(&buf[d], kl, vl, b0 + d + MKG_OP_DECODE_DEPTH, blk1, pos, s_k4, s_v4, gid, tig);
+                mkg_op_decode_load(&buf[d], kl, vl, b0 + d + MKG_OP_DECODE_DEPTH, blk1, pos, s_k4, s_v4, gid, tig,
+                                   cg);
             }
         }
     }
