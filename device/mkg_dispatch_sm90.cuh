@@ -37,8 +37,9 @@ static __device__ __forceinline__ int mkg_dispatch_chunk_capable(int s)
     }
 }
 
-// Rows the dispatcher runs: rows that need a cluster launch (CL > 1) or the shipped kernel's
-// ping-pong consumers are shipped-kernel only. The planner never puts them in a table
+// Rows the dispatcher runs: rows that need a cluster launch (CL > 1), the shipped kernel's
+// ping-pong consumers or two K sub-tiles per stage (TK = 128) are shipped-kernel only
+// (mkg_schedule_shipped_only). The planner never puts them in a table
 // (mkg_plan_eligible) and the switches below compile no code for them.
 // MKG_DISPATCH_ONLY_SHAPE (an experiment knob, -1 by default): compile only the rows whose
 // TM * 100000 + TN * 100 + ST equals it, to measure what the size of the switch costs a
@@ -46,9 +47,10 @@ static __device__ __forceinline__ int mkg_dispatch_chunk_capable(int s)
 #ifndef MKG_DISPATCH_ONLY_SHAPE
 #define MKG_DISPATCH_ONLY_SHAPE -1
 #endif
-static constexpr bool mkg_dispatch_row(int cl, int pp, int tm = 0, int tn = 0, int st = 0)
+static constexpr bool mkg_dispatch_row(int cl, int pp, int tm = 0, int tn = 0, int st = 0, int tk = 64)
 {
-    return cl == 1 && !pp && (MKG_DISPATCH_ONLY_SHAPE < 0 || tm * 100000 + tn * 100 + st == MKG_DISPATCH_ONLY_SHAPE);
+    return cl == 1 && !pp && tk == 64 &&
+           (MKG_DISPATCH_ONLY_SHAPE < 0 || tm * 100000 + tn * 100 + st == MKG_DISPATCH_ONLY_SHAPE);
 }
 
 // 1 if the dispatcher runs schedule s (see mkg_dispatch_row).
@@ -56,7 +58,7 @@ static __device__ __forceinline__ int mkg_dispatch_runs(int s)
 {
     switch (s) {
 #define MKG_X_RUNS(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) \
-    case MKG_SCHED_##name: return mkg_dispatch_row(cl, pp, tm, tn, st);
+    case MKG_SCHED_##name: return mkg_dispatch_row(cl, pp, tm, tn, st, tk);
         MKG_SCHEDULE_LIST(MKG_X_RUNS)
 #undef MKG_X_RUNS
     default: return 0;
@@ -304,7 +306,7 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
         switch (s) {
 #define MKG_X_B_FIRST(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                         \
     case MKG_SCHED_##name:                                                                                       \
-        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st))                                                                  \
+        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st, tk))                                                                  \
             pre = mkg_gemm_produce_b_first<tm, tn, tk, st, swap, ONE>(p, m, unit, raster, group, split, r, sm,   \
                                                                       &row0, &row1);                            \
         break;
@@ -317,7 +319,7 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
     switch (s) {
 #define MKG_X_PRODUCE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                        \
     case MKG_SCHED_##name:                                                                      \
-        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st))                                                 \
+        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st, tk))                                                 \
             mkg_gemm_produce_rest<tm, tn, tk, st, swap, 1, ONE>(p, m, unit, raster, group, split, r, sm, pre); \
         break;
         MKG_SCHEDULE_LIST(MKG_X_PRODUCE)
@@ -336,7 +338,7 @@ static __device__ __forceinline__ void mkg_dispatch_consume(const mkg_gemm_param
     switch (s) {
 #define MKG_X_CONSUME(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                    \
     case MKG_SCHED_##name:                                                                                  \
-        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st)) {                                                           \
+        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st, tk)) {                                                           \
             float d[mkg_shape<tm, tn, tk, st, swap>::WN / 2], tot[1];                                      \
             mkg_gemm_consume_step<DT, tm, tn, tk, st, swap, true, 1, false, OT>(p, m, unit, 0, raster, group, \
                                                                                 split, r, sm, wg, d, tot);   \
@@ -359,7 +361,7 @@ static __device__ __forceinline__ void mkg_dispatch_consume_step(const mkg_gemm_
     switch (s) {
 #define MKG_X_STEP(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                            \
     case MKG_SCHED_##name:                                                                                       \
-        if constexpr (mkg_shape<tm, tn, tk, st, swap>::CHUNKED && mkg_dispatch_row(cl, pp, tm, tn, st))                      \
+        if constexpr (mkg_shape<tm, tn, tk, st, swap>::CHUNKED && mkg_dispatch_row(cl, pp, tm, tn, st, tk))                      \
             mkg_gemm_consume_step<DT, tm, tn, tk, st, swap, false>(p, m, unit, c, raster, group, split, r, sm, wg, \
                                                                    d, tot);                                      \
         break;
@@ -407,7 +409,7 @@ static __device__ __forceinline__ void mkg_dispatch_consume_units(const mkg_gemm
     switch (s) {
 #define MKG_X_LOOP(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                       \
     case MKG_SCHED_##name:                                                                                  \
-        if constexpr (mkg_shape<tm, tn, tk, st, swap>::CHUNKED && mkg_dispatch_row(cl, pp, tm, tn, st))     \
+        if constexpr (mkg_shape<tm, tn, tk, st, swap>::CHUNKED && mkg_dispatch_row(cl, pp, tm, tn, st, tk))     \
             mkg_dispatch_consume_loop<DT, tm, tn, tk, st, swap, split>(p, m, u0, stride, units, raster, group, r, \
                                                                        sm, wg, on_unit);                    \
         break;

@@ -42,9 +42,12 @@ static_assert(MKG_LAUNCH_SMEM_BYTES <= 227 * 1024, "shared memory budget exceeds
 static_assert(sizeof(mkg_gemm_params) + 3 * sizeof(int) <= 4096,
               "the shipped kernel takes mkg_gemm_params by value: 4 KB of kernel parameters");
 
-// Every schedule row compiles against the launch shape (mkg_shape's asserts).
+// Every schedule row compiles against the launch shape (mkg_shape's asserts). A row's TK is
+// 64 (one 128-byte K sub-tile of 16-bit input per stage) or 128 (two: KH = 2).
 #define MKG_X_CHECK(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                               \
-    static_assert(sizeof(mkg_shape<tm, tn, tk, st, swap>) > 0, #name);                                 \
+    static_assert(sizeof(mkg_shape<tm, tn, 64, st, swap, tk / 64>) > 0, #name);                       \
+    static_assert(tk == 64 || (tk == 128 && cl == 1 && split == 1 && pp == 0),                          \
+                  #name ": 128-deep stages: one K chunk, no split, no cluster, no ping-pong");          \
     static_assert(cl == 1 || (cl <= MKG_LAUNCH_MAX_CLUSTER && !swap && split == 1 &&                   \
                               ((tn / cl) == 64 || (tn / cl) == 128)),                                   \
                   #name ": cluster rows multicast a B box of TN / CL rows (a box class), no swap, no split"); \
@@ -64,7 +67,8 @@ MKG_SCHEDULE_LIST(MKG_X_CHECK)
 // PP = 1: ping-pong consumers (mkg_gemm_consume_pp), one K chunk, no split.
 // OT >= 0: C is of type OT with a plain store, known at compile time (mkg_epilogue_store);
 // OT < 0: output type and epilogue kind are read from the params.
-template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CH, int CL = 1, int PP = 0, int OT = -1>
+// KH = 2: each stage holds two K sub-tiles of TK (128-deep stages of 16-bit input), one chunk.
+template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CH, int CL = 1, int PP = 0, int OT = -1, int KH = 1>
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
 mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int raster, int group, int split)
 {
@@ -76,9 +80,10 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
     const mkg_gemm_params *__restrict__ p = &params;
     extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
     static_assert(CL == 1 || !CH, "cluster rows run one K chunk");
+    static_assert(KH == 1 || (!CH && CL == 1 && !PP), "rows with two K sub-tiles per stage: one chunk, no cluster");
     static_assert(!PP || (!CH && CL == 1 && !SWAP && TM == 128), "ping-pong rows: one chunk, no cluster, no swap");
     const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
-    typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
+    typedef mkg_shape<TM, TN, TK, ST, SWAP, KH> S;
     const int m = p->m;
     if constexpr (PP)
         split = 1;                                   // ping-pong rows never split K (host-checked too)
@@ -120,7 +125,8 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
                     mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, CL, !CH>(p, m, u, raster, group, split, &ring, &sm,
                                                                          0);
                 else
-                    mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP, !CH>(p, m, u, raster, group, split, &ring, &sm);
+                    mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP, !CH, KH>(p, m, u, raster, group, split, &ring,
+                                                                         &sm);
                 if (u == first)
                     mkg_prefetch_tensormap(map_c);
             }
@@ -153,8 +159,8 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
             static_assert(!CH || S::CHUNKED, "only rows with wgmma N <= MKG_CHUNKED_MAX_WN fold chunks");
             if constexpr (!CH) {
                 for (int u = first; u < units; u += stride)
-                    mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, true, CL, true, OT>(p, m, u, 0, raster, group,
-                                                                                    split, &ring, &sm, wg, d, tot);
+                    mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, true, CL, true, OT, KH>(
+                        p, m, u, 0, raster, group, split, &ring, &sm, wg, d, tot);
             } else {
                 // One flat loop over (unit, chunk) steps: see mkg_gemm_consume_step. The unit's
                 // coordinates are worked out once per unit, not once per step (v23).
@@ -190,11 +196,12 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
         mkg_cluster_sync();
 }
 
-// The chunked instantiation of a row, or NULL for rows that cannot fold chunks.
-template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CL>
+// The chunked instantiation of a row, or NULL for rows that cannot fold chunks (wgmma N >
+// MKG_CHUNKED_MAX_WN, cluster rows, two K sub-tiles per stage).
+template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CL, int KH = 1>
 static const void *mkg_chunked_kernel_sm90(void)
 {
-    if constexpr (mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED && CL == 1)
+    if constexpr (mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED && CL == 1 && KH == 1)
         return (const void *)mkg_gemm_persistent_sm90<DT, TM, TN, TK, ST, SWAP, 1>;
     else
         return NULL;

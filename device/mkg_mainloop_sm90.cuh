@@ -3,8 +3,10 @@
  *
  * A unit is one TM x TN tile of C over a contiguous range of the layer's canonical
  * K chunks (all of them unless the schedule splits K). The producer thread streams
- * the range's K tiles of A (TM x TK) and B (TN x TK) into the ring; each stage is
- * one TMA box per operand, 128-byte swizzled, landing on full[slot].
+ * the range's K tiles of A (TM x KH TK) and B (TN x KH TK) into the ring; each stage is
+ * KH sub-tiles of one TMA box per operand (TK elements = one 128-byte row, 128-byte
+ * swizzled), all landing on full[slot]. KH = 2 (128-deep stages of 16-bit input) halves the
+ * barrier round trips per K and doubles the wgmma issued between two full-barrier waits.
  * The two consumer warpgroups split the MMA tile:
  *   X = the operand on the 64-row MMA side (A, or B when SWAP), P rows
  *   Y = the operand on the wgmma N side    (B, or A when SWAP), Q rows
@@ -120,7 +122,7 @@ static __device__ __forceinline__ void mkg_block_scales_apply(const mkg_bscale_i
 }
 
 // Compile-time facts of one schedule row, checked against the launch shape.
-template <int TM, int TN, int TK, int ST, int SWAP>
+template <int TM, int TN, int TK, int ST, int SWAP, int KH = 1>
 struct mkg_shape {
     static constexpr int P = SWAP ? TN : TM;                     // MMA rows per tile
     static constexpr int Q = SWAP ? TM : TN;                     // MMA columns per tile
@@ -129,7 +131,8 @@ struct mkg_shape {
     static constexpr uint32_t A_BYTES = TM * 128u;               // (TM, TK): 128-byte rows, 128B swizzle
     static constexpr uint32_t B_BYTES = TN * 128u;               // (TN, TK)
     static constexpr int K_STEPS = 128 / 32;                     // wgmma K steps of 32 bytes per row
-    static constexpr uint32_t STAGE_BYTES = A_BYTES + B_BYTES;
+    static constexpr uint32_t SUB_BYTES = A_BYTES + B_BYTES;     // one K sub-tile: A, then B
+    static constexpr uint32_t STAGE_BYTES = KH * SUB_BYTES;      // KH sub-tiles in increasing k
     static constexpr uint32_t X_OFF = SWAP ? A_BYTES : 0;        // X operand inside a stage
     static constexpr uint32_t Y_OFF = SWAP ? 0 : A_BYTES;        // Y operand inside a stage
     // Shipped kernel only (one schedule per launch): epilogue staging right after this row's
@@ -145,6 +148,8 @@ struct mkg_shape {
     static_assert(TM % 8 == 0 && TN % 8 == 0, "tiles are whole 1024-byte swizzle atoms");
     static_assert(TM <= 256 && TN <= 256, "a TMA box is at most 256 rows");
     static_assert(ST >= 3 && ST <= MKG_LAUNCH_MAX_STAGES, "3 .. MAX_STAGES stages");
+    static_assert(KH == 1 || KH == 2, "a stage is one or two K sub-tiles");
+    static_assert(SUB_BYTES % 1024 == 0, "every sub-tile starts on a 1024-byte swizzle atom");
     static_assert(ST * STAGE_BYTES <= MKG_LAUNCH_RING_BYTES, "ring exceeds the launch-wide budget");
     static_assert(MKG_LAUNCH_CONSUMERS == 2, "the warpgroup split assumes two consumers");
 };
@@ -163,7 +168,8 @@ typedef struct mkg_unit {
 // `rank` is this CTA's place in its cluster; every CTA of a cluster runs the same units.
 // ONE: the caller knows K is one chunk (the one-chunk kernels): no chunk or split arithmetic, so
 // the producer's path to its first load has mkg_tile_of_unit's divisions only (v34: it had 9).
-template <int TM, int TN, int TK, int CL = 1, bool ONE = false>
+// KH: K sub-tiles per stage (a K tile is KH TK deep).
+template <int TM, int TN, int TK, int CL = 1, bool ONE = false, int KH = 1>
 static __device__ __forceinline__ mkg_unit mkg_unit_of(const mkg_gemm_params *p, int m, int unit, int raster,
                                                        int group, int split, uint32_t rank = 0)
 {
@@ -173,7 +179,7 @@ static __device__ __forceinline__ mkg_unit mkg_unit_of(const mkg_gemm_params *p,
         u.tile = unit;
         u.c0 = 0;
         u.c1 = 1;
-        u.kct = u.kt = mkg_ceil_div(p->k, TK);
+        u.kct = u.kt = mkg_ceil_div(p->k, TK * KH);
         u.t = mkg_tile_of_cluster_unit(u.tile, (int)rank, CL, mkg_ceil_div(m, TM), mkg_ceil_div(p->n, TN), raster,
                                        group);
         return u;
@@ -182,8 +188,8 @@ static __device__ __forceinline__ mkg_unit mkg_unit_of(const mkg_gemm_params *p,
     u.splits = CL > 1 ? 1 : mkg_split_count(split, u.chunks);
     u.tile = unit / u.splits;
     mkg_split_range(unit - u.tile * u.splits, u.splits, u.chunks, &u.c0, &u.c1);
-    u.kct = mkg_chunk_ktiles(p->k, p->kc, TK);
-    u.kt = mkg_ceil_div(p->k, TK);
+    u.kct = mkg_chunk_ktiles(p->k, p->kc, TK * KH);
+    u.kt = mkg_ceil_div(p->k, TK * KH);
     u.t = mkg_tile_of_cluster_unit(u.tile, (int)rank, CL, mkg_ceil_div(m, TM), mkg_ceil_div(p->n, TN), raster,
                                    group);
     return u;
@@ -211,18 +217,17 @@ static __device__ __forceinline__ void mkg_tma_load_2d_b(uint32_t dst, const CUt
         mkg_tma_load_2d(dst, map, bar, c0, c1);
 }
 
-
 // Megakernel GEMMs (deps.wait set) split a unit's loads in two: B (weights) of the
 // first stages goes out before A's rows are ready, so the weight stream overlaps the
 // wait; then A lands in those stages and the rest of the unit follows. Returns the
 // number of stages started and the A rows [*row0, *row1) to wait for.
-template <int TM, int TN, int TK, int ST, int SWAP, bool ONE = false>
+template <int TM, int TN, int TK, int ST, int SWAP, bool ONE = false, int KH = 1>
 static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_params *p, int m, int unit, int raster,
                                                                int group, int split, mkg_ring *r, const mkg_smem *sm,
                                                                int *row0, int *row1)
 {
-    typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
-    const mkg_unit u = mkg_unit_of<TM, TN, TK, 1, ONE>(p, m, unit, raster, group, split);
+    typedef mkg_shape<TM, TN, TK, ST, SWAP, KH> S;
+    const mkg_unit u = mkg_unit_of<TM, TN, TK, 1, ONE, KH>(p, m, unit, raster, group, split);
     const CUtensorMap *map_b = &p->b_map[mkg_box_class(TN)];
     const int kt0 = u.c0 * u.kct;
     const int pre = min(ST, min(u.c1 * u.kct, u.kt) - kt0);
@@ -231,14 +236,18 @@ static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_pa
         mkg_ring_wait_empty(r, sm, s);
         const uint32_t full = sm->full + 8u * s;
         mkg_mbarrier_arrive_expect_tx(full, S::STAGE_BYTES);
-        mkg_tma_load_2d_b(sm->ring + s * S::STAGE_BYTES + S::A_BYTES, map_b, full, (kt0 + i) * TK, u.t.n * TN,
-                          p->deps.flags);
+#pragma unroll
+        for (int h = 0; h < KH; ++h)
+            mkg_tma_load_2d_b(sm->ring + s * S::STAGE_BYTES + h * S::SUB_BYTES + S::A_BYTES, map_b, full,
+                              ((kt0 + i) * KH + h) * TK, u.t.n * TN, p->deps.flags);
         mkg_ring_advance<ST>(r);
     }
     if (p->deps.flags & MKG_DEPS_L2_TAIL) {
         const int kt_end = min(u.c1 * u.kct, u.kt);
         for (int kt = kt0 + pre; kt < kt_end; ++kt)
-            mkg_tma_prefetch_l2_2d(map_b, kt * TK, u.t.n * TN);
+#pragma unroll
+            for (int h = 0; h < KH; ++h)
+                mkg_tma_prefetch_l2_2d(map_b, (kt * KH + h) * TK, u.t.n * TN);
     }
     *row0 = u.t.m * TM;
     *row1 = u.t.m * TM + TM;
@@ -248,15 +257,16 @@ static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_pa
 // The rest of a unit's loads after `pre` B-only stages (pre = 0: the whole unit).
 // CL > 1: this CTA loads its own A and the rank-th 1/CL of the B tile, multicast to
 // every CTA of the cluster; each CTA's full barrier still expects a whole stage.
-template <int TM, int TN, int TK, int ST, int SWAP, int CL = 1, bool ONE = false>
+template <int TM, int TN, int TK, int ST, int SWAP, int CL = 1, bool ONE = false, int KH = 1>
 static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_params *p, int m, int unit, int raster,
                                                              int group, int split, mkg_ring *r, const mkg_smem *sm,
                                                              int pre)
 {
-    typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
+    typedef mkg_shape<TM, TN, TK, ST, SWAP, KH> S;
     static_assert(CL == 1 || (!SWAP && (TN / CL) % 8 == 0), "cluster rows multicast whole swizzle atoms of B");
+    static_assert(CL == 1 || KH == 1, "cluster rows stage one K sub-tile");
     const uint32_t rank = CL > 1 ? mkg_cluster_ctarank() : 0u;
-    const mkg_unit u = mkg_unit_of<TM, TN, TK, CL, ONE>(p, m, unit, raster, group, split, rank);
+    const mkg_unit u = mkg_unit_of<TM, TN, TK, CL, ONE, KH>(p, m, unit, raster, group, split, rank);
     const CUtensorMap *map_a = &p->a_map[mkg_box_class(TM)];
     const CUtensorMap *map_b = &p->b_map[mkg_box_class(TN / CL)];
     const int kt0 = u.c0 * u.kct;
@@ -264,7 +274,10 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
     const uint32_t slot0 = (r->slot + (uint32_t)(ST - pre)) % (uint32_t)ST;
     for (int i = 0; i < pre; ++i) {
         const uint32_t s = (slot0 + (uint32_t)i) % (uint32_t)ST;
-        mkg_tma_load_2d(sm->ring + s * S::STAGE_BYTES, map_a, sm->full + 8u * s, (kt0 + i) * TK, u.t.m * TM);
+#pragma unroll
+        for (int h = 0; h < KH; ++h)
+            mkg_tma_load_2d(sm->ring + s * S::STAGE_BYTES + h * S::SUB_BYTES, map_a, sm->full + 8u * s,
+                            ((kt0 + i) * KH + h) * TK, u.t.m * TM);
     }
     for (int kt = kt0 + pre; kt < kt_end; ++kt) {
         const uint32_t s = r->slot;
@@ -273,12 +286,17 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
         const uint32_t full = sm->full + 8u * s;
         const uint32_t stage = sm->ring + s * S::STAGE_BYTES;
         mkg_mbarrier_arrive_expect_tx(full, S::STAGE_BYTES);
-        mkg_tma_load_2d(stage, map_a, full, kt * TK, u.t.m * TM);
-        if constexpr (CL > 1)
-            mkg_tma_load_2d_multicast(stage + S::A_BYTES + rank * (TN / CL) * 128u, map_b, full, kt * TK,
-                                      u.t.n * TN + (int)rank * (TN / CL), (uint16_t)((1u << CL) - 1u));
-        else
-            mkg_tma_load_2d_b(stage + S::A_BYTES, map_b, full, kt * TK, u.t.n * TN, p->deps.flags);
+#pragma unroll
+        for (int h = 0; h < KH; ++h) {
+            const uint32_t sub = stage + h * S::SUB_BYTES;
+            const int k0 = (kt * KH + h) * TK;
+            mkg_tma_load_2d(sub, map_a, full, k0, u.t.m * TM);
+            if constexpr (CL > 1)
+                mkg_tma_load_2d_multicast(sub + S::A_BYTES + rank * (TN / CL) * 128u, map_b, full, k0,
+                                          u.t.n * TN + (int)rank * (TN / CL), (uint16_t)((1u << CL) - 1u));
+            else
+                mkg_tma_load_2d_b(sub + S::A_BYTES, map_b, full, k0, u.t.n * TN, p->deps.flags);
+        }
         MKG_PROBE_STAGE(1, kt - kt0);
         mkg_ring_advance<ST>(r);
     }
@@ -306,7 +324,7 @@ static __device__ __forceinline__ uint64_t mkg_gemm_stamp_reached(const mkg_gemm
 }
 
 // All TMA loads of one unit (with the dependency split when p->deps.wait is set).
-template <int TM, int TN, int TK, int ST, int SWAP, bool ONE = false>
+template <int TM, int TN, int TK, int ST, int SWAP, bool ONE = false, int KH = 1>
 static __device__ __forceinline__ void mkg_gemm_produce_unit(const mkg_gemm_params *p, int m, int unit,
                                                              int raster, int group, int split, mkg_ring *r,
                                                              const mkg_smem *sm)
@@ -315,11 +333,11 @@ static __device__ __forceinline__ void mkg_gemm_produce_unit(const mkg_gemm_para
     if (p->deps.wait) {
         int row0, row1;
         const uint64_t t_reached = mkg_gemm_stamp_reached(p);
-        pre = mkg_gemm_produce_b_first<TM, TN, TK, ST, SWAP, ONE>(p, m, unit, raster, group, split, r, sm, &row0,
-                                                                  &row1);
+        pre = mkg_gemm_produce_b_first<TM, TN, TK, ST, SWAP, ONE, KH>(p, m, unit, raster, group, split, r, sm,
+                                                                      &row0, &row1);
         mkg_gemm_wait_a_rows(p, m, row0, row1, unit, t_reached);
     }
-    mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, 1, ONE>(p, m, unit, raster, group, split, r, sm, pre);
+    mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, 1, ONE, KH>(p, m, unit, raster, group, split, r, sm, pre);
 }
 
 // ---- consumers: 2 warpgroups, wg = 0 or 1 -------------------------------------------
@@ -428,7 +446,7 @@ static __device__ __forceinline__ void mkg_unit_chunk_range(const mkg_gemm_param
 // NULL: computed here. bs: the caller's block-scale carry (shipped kernel): a step loads the
 // next chunk's scales while its own chunk runs, and only a unit's first chunk waits for its own.
 template <int DT, int TM, int TN, int TK, int ST, int SWAP, bool ONE = !mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED,
-          int CL = 1, bool XE = false, int OT = -1>
+          int CL = 1, bool XE = false, int OT = -1, int KH = 1>
 static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_params *p, int m, int unit, int c,
                                                              int raster, int group, int split, mkg_ring *r,
                                                              const mkg_smem *sm, int wg, float *d, float *tot,
@@ -436,12 +454,13 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
                                                              mkg_bscale_in<mkg_shape<TM, TN, TK, ST, SWAP>::WN, SWAP>
                                                                  *bs = nullptr)
 {
-    typedef mkg_shape<TM, TN, TK, ST, SWAP> S;
+    typedef mkg_shape<TM, TN, TK, ST, SWAP, KH> S;
     constexpr int WN = S::WN;
     static_assert(CL == 1 || ONE, "cluster rows run one chunk per unit");
+    static_assert(KH == 1 || ONE, "rows with two K sub-tiles per stage run one chunk per unit");
     static_assert(TK * mkg_dtype_bytes<DT>() == 128, "a stage row is 128 bytes of the input dtype");
     const mkg_unit u = pu ? *pu
-                          : mkg_unit_of<TM, TN, TK, CL, ONE>(p, m, unit, raster, group, split,
+                          : mkg_unit_of<TM, TN, TK, CL, ONE, KH>(p, m, unit, raster, group, split,
                                                         CL > 1 ? mkg_cluster_ctarank() : 0u);
     const uint32_t x_row = S::P == 128 ? 64u * wg : 0u;          // this warpgroup's X rows
     const uint32_t y_row = S::P == 128 ? 0u : (uint32_t)(WN * wg); // this warpgroup's Y rows
@@ -478,13 +497,16 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
         if (kt == kb)
             MKG_PROBE(3 + 4 * wg);
         const uint32_t stage = sm->ring + s * S::STAGE_BYTES;
-        const uint64_t dx = mkg_wgmma_desc_sw128(stage + S::X_OFF + x_row * 128u);
-        const uint64_t dy = mkg_wgmma_desc_sw128(stage + S::Y_OFF + y_row * 128u);
         mkg_wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < S::K_STEPS; ++kk)
-            mkg_wgmma_m64k16<WN, DT>(d, dx + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP,
-                                     (kt != kb) || (kk != 0));
+        for (int h = 0; h < KH; ++h) {
+            const uint64_t dx = mkg_wgmma_desc_sw128(stage + h * S::SUB_BYTES + S::X_OFF + x_row * 128u);
+            const uint64_t dy = mkg_wgmma_desc_sw128(stage + h * S::SUB_BYTES + S::Y_OFF + y_row * 128u);
+#pragma unroll
+            for (int kk = 0; kk < S::K_STEPS; ++kk)
+                mkg_wgmma_m64k16<WN, DT>(d, dx + kk * MKG_WGMMA_DESC_K16_STEP, dy + kk * MKG_WGMMA_DESC_K16_STEP,
+                                         (kt != kb) || (h != 0) || (kk != 0));
+        }
         mkg_wgmma_commit_group();
         // Keep one stage of wgmma in flight; the one before it has now retired,
         // so its slot goes back to the producer.

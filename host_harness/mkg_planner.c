@@ -137,7 +137,7 @@ int mkg_plan_eligible(const mkg_layer_desc *l, int s)
         return 0;
     /* Layers run in dispatch kernels and megakernels, which are not cluster launches and
      * run cooperative consumers only. */
-    if (mkg_schedule_get(s)->cluster > 1 || mkg_schedule_get(s)->pingpong)
+    if (mkg_schedule_shipped_only(s))
         return 0;
     /* Invariant mode: the determinism contract covers every row for a given kc (the GPU
      * tests find all rows bitwise identical), so no row is excluded. Fast mode may use any. */
@@ -207,9 +207,9 @@ int mkg_plan_explain(const mkg_cost_model *cm, const mkg_layer_desc *l, const mk
     for (int c = 0; c < MKG_SCHED_COUNT; ++c) {
         const mkg_schedule_info *i = mkg_schedule_get(c);
         if (!mkg_plan_eligible(&lk, c)) {
-            if (i->cluster > 1 || i->pingpong)
+            if (mkg_schedule_shipped_only(c))
                 MKG_EMIT("  %-32s not eligible: %s rows run in the shipped kernel only\n", i->name,
-                         i->cluster > 1 ? "cluster" : "ping-pong");
+                         i->cluster > 1 ? "cluster" : i->pingpong ? "ping-pong" : "two-sub-tile-stage");
             else
                 MKG_EMIT("  %-32s not eligible: wgmma N %d cannot fold %d K chunks\n", i->name,
                          mkg_schedule_wgmma_n(c), mkg_chunk_count(l->k, lk.kc));

@@ -124,16 +124,21 @@ mkg_status mkg_schedule_check(const mkg_gemm_desc *d, int s)
         return MKG_ERR_UNKNOWN_SCHEDULE;
     if (!d)
         return MKG_ERR_NULL_DESC;
-    /* NOTE: every row stages 128-byte rows: TK = 64 16-bit elements in the table; the kernel
-     * tables run fp32 rows with TK / 2 and e4m3 rows with 2 TK elements. */
-    if (!mkg_is_input_dtype(d->a_type) || info->tile_k * 2 != 128)
+    /* NOTE: every row stages 128-byte rows: TK = 64 16-bit elements in the table (32 fp32 or
+     * 128 e4m3 in the kernel tables); TK = 128 rows stage two such K sub-tiles. */
+    if (!mkg_is_input_dtype(d->a_type) || (info->tile_k != 64 && info->tile_k != 128))
         return MKG_ERR_SCHEDULE_INELIGIBLE;
+    /* A two-sub-tile stage must not add a wholly zero-filled 128-byte K tile that the
+     * one-sub-tile rows do not run: their wgmma k16 steps, zero padding included, are then the
+     * same, and so are C's bits (a zero tile would turn a -0 accumulator into +0). */
+    if (info->tile_k == 128 && mkg_ceil_div(d->k, 128 / (int)mkg_dtype_size(d->a_type)) % 2 != 0)
+        return MKG_ERR_SCHEDULE_K_DEPTH;
     /* More than one K chunk needs a kernel compiled with the chunk fold (wgmma N <= 128);
      * so do fused epilogues, megakernel dependencies (see mkg_epilogue_store) and fp8 block
      * scales (applied to each chunk's partial, even when K is one chunk). */
     const int needs_chunk_row = mkg_chunk_count(d->k, d->kc) > 1 || d->epilogue != MKG_EPI_STORE || d->deps.done ||
                                 d->a_block_scales;
-    if (needs_chunk_row && (mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || info->cluster > 1 || info->pingpong))
+    if (needs_chunk_row && (mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || mkg_schedule_shipped_only(s)))
         return MKG_ERR_SCHEDULE_INELIGIBLE;
     return MKG_OK;
 }

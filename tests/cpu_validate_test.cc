@@ -216,8 +216,37 @@ TEST(Validate, UnknownScheduleIsRejectedBeforeCuda)
     EXPECT_EQ(mkg_schedule_check(&d, MKG_SCHED_COUNT), MKG_ERR_UNKNOWN_SCHEDULE);
     EXPECT_EQ(mkg_gemm(&d, MKG_SCHED_COUNT, 0), MKG_ERR_UNKNOWN_SCHEDULE);
     EXPECT_EQ(mkg_gemm(&d, -7, 0), MKG_ERR_UNKNOWN_SCHEDULE);
+    d.k = d.lda = d.ldb = 128;                 // two 64-deep K tiles: every row runs it
     for (int s = 0; s < MKG_SCHED_COUNT; ++s)
         EXPECT_EQ(mkg_schedule_check(&d, s), MKG_OK) << mkg_schedule_get(s)->name;
+}
+
+// Rows with two K sub-tiles per stage run K in an even number of 128-byte K tiles only (the
+// same k16 steps as the one-sub-tile rows, zero padding included); anything else gets its own
+// status. bf16 and e4m3 (the sub-tile is 128 bytes of K for every dtype).
+TEST(Validate, TwoSubTileRowsNeedAnEvenNumberOfKTiles)
+{
+    int deep = 0;
+    for (const mkg_dtype t : {MKG_DTYPE_BF16, MKG_DTYPE_E4M3}) {
+        const int per_tile = t == MKG_DTYPE_E4M3 ? 128 : 64;
+        mkg_gemm_desc d = valid_desc();
+        d.a_type = d.b_type = t;
+        if (t == MKG_DTYPE_E4M3)
+            d.a_scale = d.b_scale = 1.0f;
+        for (int tiles_x8 : {1, 8, 9, 16, 17, 24, 25, 512, 513}) {   // K in eighths of a tile
+            d.k = tiles_x8 * per_tile / 8;
+            d.lda = d.ldb = (d.k + 15) / 16 * 16;
+            ASSERT_EQ(mkg_gemm_validate(&d), MKG_OK) << "K=" << d.k;
+            const bool even = ((d.k + per_tile - 1) / per_tile) % 2 == 0;
+            for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+                const bool two = mkg_schedule_get(s)->tile_k == 128;
+                deep += two && tiles_x8 == 1;
+                EXPECT_EQ(mkg_schedule_check(&d, s), two && !even ? MKG_ERR_SCHEDULE_K_DEPTH : MKG_OK)
+                    << mkg_schedule_get(s)->name << " K=" << d.k;
+            }
+        }
+    }
+    EXPECT_GT(deep, 0) << "the table has no two-sub-tile row";
 }
 
 TEST(Validate, ChunkedKNeedsAChunkCapableSchedule)
@@ -229,10 +258,9 @@ TEST(Validate, ChunkedKNeedsAChunkCapableSchedule)
     for (int s = 0; s < MKG_SCHED_COUNT; ++s)
         EXPECT_EQ(mkg_schedule_check(&d, s), MKG_OK) << mkg_schedule_get(s)->name;
     d.kc = 1024;                               // four chunks: rows with wgmma N > 128 cannot fold them,
-    for (int s = 0; s < MKG_SCHED_COUNT; ++s)  // and cluster and ping-pong rows run one chunk
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s)  // and shipped-only rows run one chunk
         EXPECT_EQ(mkg_schedule_check(&d, s),
-                  mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || mkg_schedule_get(s)->cluster > 1 ||
-                          mkg_schedule_get(s)->pingpong
+                  mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || mkg_schedule_shipped_only(s)
                       ? MKG_ERR_SCHEDULE_INELIGIBLE
                       : MKG_OK)
             << mkg_schedule_get(s)->name;
@@ -243,13 +271,14 @@ TEST(Validate, ChunkedKNeedsAChunkCapableSchedule)
     set_block_scaled(&d);                      // block scales: chunk-capable rows only, even at one chunk
     d.k = d.lda = d.ldb = 128;
     ASSERT_EQ(mkg_gemm_validate(&d), MKG_OK);
-    for (int s = 0; s < MKG_SCHED_COUNT; ++s)
-        EXPECT_EQ(mkg_schedule_check(&d, s),
-                  mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || mkg_schedule_get(s)->cluster > 1 ||
-                          mkg_schedule_get(s)->pingpong
-                      ? MKG_ERR_SCHEDULE_INELIGIBLE
-                      : MKG_OK)
-            << mkg_schedule_get(s)->name << " with block scales";
+    // One 128-deep e4m3 tile: an odd count of K tiles for the two-sub-tile rows.
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        const bool chunk_row = mkg_schedule_wgmma_n(s) <= MKG_CHUNKED_MAX_WN && !mkg_schedule_shipped_only(s);
+        const mkg_status want = mkg_schedule_get(s)->tile_k == 128 ? MKG_ERR_SCHEDULE_K_DEPTH
+                                : chunk_row                        ? MKG_OK
+                                                                   : MKG_ERR_SCHEDULE_INELIGIBLE;
+        EXPECT_EQ(mkg_schedule_check(&d, s), want) << mkg_schedule_get(s)->name << " with block scales";
+    }
 }
 
 TEST(Validate, LaunchRejectsNullOpAndBadGrid)
