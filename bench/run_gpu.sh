@@ -118,8 +118,9 @@ if has mkopts; then
     env $c timeout 300 "$build"/megakernel/mkg_demo --out "/tmp/megakernel_case_$i.json" \
       --trace "/tmp/trace_case_$i.json" --commit "$commit" ${MKG_MK_ARGS:-} >"/tmp/mk_case_$i.txt" 2>&1
     rc=$?
-    grep -E "^(decode|prefill) |^ +(qkv|o\+res|down\+res) .*KC" "/tmp/mk_case_$i.txt" | head -9 |
-      tee -a "$out/mkopts.txt" "$log"
+    # the plan's first bucket (9 KC lines), then every timed row (decode / prefill: us, ratios)
+    { grep -E "^ +(qkv|o\+res|down\+res) .*KC" "/tmp/mk_case_$i.txt" | head -9
+      grep -E "^(decode|prefill) " "/tmp/mk_case_$i.txt"; } | tee -a "$out/mkopts.txt" "$log"
     say "mkg_demo case $i ($c) rc=$rc"
     python3 "$root/tools/trace_summary.py" "/tmp/trace_case_$i.json" 2>&1 | sed -n '/time added/,$p' >>"$out/mkopts.txt"
   done

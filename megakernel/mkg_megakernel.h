@@ -34,7 +34,7 @@ extern "C" {
 #define MKG_MK_OPT_ATTN_CG 16u       /* decode attention reads the cache rows with ld.global.cg (no L1) */
 #define MKG_MK_OPT_B_EVICT_FIRST 32u /* GEMM weights with an L2 evict-first hint (MKG_DEPS_B_EVICT_FIRST) */
 #define MKG_MK_OPT_ROPE_EARLY 64u    /* decode attention: the RoPE cos / sin of pos before the wait */
-#define MKG_MK_OPT_DEFAULT 3u   /* the L2 tail measured slower (bench/NOTES.md, mk-v7) */
+#define MKG_MK_OPT_DEFAULT 99u  /* 1 2 32 64; the L2 tail measured slower (bench/NOTES.md, mk-v7, mk-v9) */
 
 /* Kernel arguments of one step (passed by value, __grid_constant__). */
 typedef struct mkg_mk_args {
