@@ -30,16 +30,16 @@ static __device__ __forceinline__ int mkg_dispatch_chunk_capable(int s)
 {
     switch (s) {
 #define MKG_X_CAPABLE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) \
-    case MKG_SCHED_##name: return mkg_shape<tm, tn, tk, st, swap>::CHUNKED;
+    case MKG_SCHED_##name: return mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap, tk / 64>::CHUNKED;
         MKG_SCHEDULE_LIST(MKG_X_CAPABLE)
 #undef MKG_X_CAPABLE
     default: return 0;
     }
 }
 
-// Rows the dispatcher runs: rows that need a cluster launch (CL > 1), the shipped kernel's
-// ping-pong consumers or two K sub-tiles per stage (TK = 128) are shipped-kernel only
-// (mkg_schedule_shipped_only). The planner never puts them in a table
+// Rows the dispatcher runs: rows that need a cluster launch (CL > 1) or the shipped kernel's
+// ping-pong consumers are shipped-kernel only (mkg_schedule_shipped_only). The planner never
+// puts them in a table
 // (mkg_plan_eligible) and the switches below compile no code for them.
 // MKG_DISPATCH_ONLY_SHAPE (an experiment knob, -1 by default): compile only the rows whose
 // TM * 100000 + TN * 100 + ST equals it, to measure what the size of the switch costs a
@@ -47,9 +47,12 @@ static __device__ __forceinline__ int mkg_dispatch_chunk_capable(int s)
 #ifndef MKG_DISPATCH_ONLY_SHAPE
 #define MKG_DISPATCH_ONLY_SHAPE -1
 #endif
-static constexpr bool mkg_dispatch_row(int cl, int pp, int tm = 0, int tn = 0, int st = 0, int tk = 64)
+// The dispatcher runs 16-bit inputs: a row's TK (16-bit elements) is MKG_DISPATCH_TK sub-tiles of
+// one 128-byte row each, KH = TK / 64 per stage.
+#define MKG_DISPATCH_TK 64
+static constexpr bool mkg_dispatch_row(int cl, int pp, int tm = 0, int tn = 0, int st = 0)
 {
-    return cl == 1 && !pp && tk == 64 &&
+    return cl == 1 && !pp &&
            (MKG_DISPATCH_ONLY_SHAPE < 0 || tm * 100000 + tn * 100 + st == MKG_DISPATCH_ONLY_SHAPE);
 }
 
@@ -58,7 +61,7 @@ static __device__ __forceinline__ int mkg_dispatch_runs(int s)
 {
     switch (s) {
 #define MKG_X_RUNS(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) \
-    case MKG_SCHED_##name: return mkg_dispatch_row(cl, pp, tm, tn, st, tk);
+    case MKG_SCHED_##name: return mkg_dispatch_row(cl, pp, tm, tn, st);
         MKG_SCHEDULE_LIST(MKG_X_RUNS)
 #undef MKG_X_RUNS
     default: return 0;
@@ -304,11 +307,11 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
         int row0 = 0, row1 = 0;
         const uint64_t t_reached = mkg_gemm_stamp_reached(p);
         switch (s) {
-#define MKG_X_B_FIRST(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                         \
-    case MKG_SCHED_##name:                                                                                       \
-        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st, tk))                                                                  \
-            pre = mkg_gemm_produce_b_first<tm, tn, tk, st, swap, ONE>(p, m, unit, raster, group, split, r, sm,   \
-                                                                      &row0, &row1);                            \
+#define MKG_X_B_FIRST(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                       \
+    case MKG_SCHED_##name:                                                                     \
+        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st))                                    \
+            pre = mkg_gemm_produce_b_first<tm, tn, MKG_DISPATCH_TK, st, swap, ONE, tk / 64>(    \
+                p, m, unit, raster, group, split, r, sm, &row0, &row1);                        \
         break;
             MKG_SCHEDULE_LIST(MKG_X_B_FIRST)
 #undef MKG_X_B_FIRST
@@ -317,10 +320,11 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
         mkg_gemm_wait_a_rows(p, m, row0, row1, unit, t_reached);
     }
     switch (s) {
-#define MKG_X_PRODUCE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                        \
-    case MKG_SCHED_##name:                                                                      \
-        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st, tk))                                                 \
-            mkg_gemm_produce_rest<tm, tn, tk, st, swap, 1, ONE>(p, m, unit, raster, group, split, r, sm, pre); \
+#define MKG_X_PRODUCE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                       \
+    case MKG_SCHED_##name:                                                                     \
+        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st))                                    \
+            mkg_gemm_produce_rest<tm, tn, MKG_DISPATCH_TK, st, swap, 1, ONE, tk / 64>(          \
+                p, m, unit, raster, group, split, r, sm, pre);                                 \
         break;
         MKG_SCHEDULE_LIST(MKG_X_PRODUCE)
 #undef MKG_X_PRODUCE
@@ -338,10 +342,10 @@ static __device__ __forceinline__ void mkg_dispatch_consume(const mkg_gemm_param
     switch (s) {
 #define MKG_X_CONSUME(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                    \
     case MKG_SCHED_##name:                                                                                  \
-        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st, tk)) {                                                           \
-            float d[mkg_shape<tm, tn, tk, st, swap>::WN / 2], tot[1];                                      \
-            mkg_gemm_consume_step<DT, tm, tn, tk, st, swap, true, 1, false, OT>(p, m, unit, 0, raster, group, \
-                                                                                split, r, sm, wg, d, tot);   \
+        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st)) {                                          \
+            float d[mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap>::WN / 2], tot[1];                         \
+            mkg_gemm_consume_step<DT, tm, tn, MKG_DISPATCH_TK, st, swap, true, 1, false, OT, tk / 64>(       \
+                p, m, unit, 0, raster, group, split, r, sm, wg, d, tot);                                    \
         }                                                                                                   \
         break;
         MKG_SCHEDULE_LIST(MKG_X_CONSUME)
@@ -361,9 +365,9 @@ static __device__ __forceinline__ void mkg_dispatch_consume_step(const mkg_gemm_
     switch (s) {
 #define MKG_X_STEP(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                            \
     case MKG_SCHED_##name:                                                                                       \
-        if constexpr (mkg_shape<tm, tn, tk, st, swap>::CHUNKED && mkg_dispatch_row(cl, pp, tm, tn, st, tk))                      \
-            mkg_gemm_consume_step<DT, tm, tn, tk, st, swap, false>(p, m, unit, c, raster, group, split, r, sm, wg, \
-                                                                   d, tot);                                      \
+        if constexpr (mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap>::CHUNKED && mkg_dispatch_row(cl, pp, tm, tn, st)) \
+            mkg_gemm_consume_step<DT, tm, tn, MKG_DISPATCH_TK, st, swap, false, 1, false, -1, tk / 64>(           \
+                p, m, unit, c, raster, group, split, r, sm, wg, d, tot);                                        \
         break;
         MKG_SCHEDULE_LIST(MKG_X_STEP)
 #undef MKG_X_STEP
@@ -377,7 +381,7 @@ static __device__ __forceinline__ void mkg_dispatch_consume_step(const mkg_gemm_
 // the loop, so only the picked row's accumulators (WN / 2 floats of d and of the fold) are
 // live in it; with caller-owned arrays sized for the widest row, as before, the megakernel
 // kept MKG_CHUNKED_MAX_WN floats live through every task's loop.
-template <int DT, int TM, int TN, int TK, int ST, int SWAP, int SPLIT, class F>
+template <int DT, int TM, int TN, int TK, int ST, int SWAP, int SPLIT, int KH, class F>
 static __device__ __forceinline__ void mkg_dispatch_consume_loop(const mkg_gemm_params *p, int m, int u, int stride,
                                                                  int units, int raster, int group, mkg_ring *r,
                                                                  const mkg_smem *sm, int wg, F &on_unit)
@@ -391,7 +395,8 @@ static __device__ __forceinline__ void mkg_dispatch_consume_loop(const mkg_gemm_
     if (u < units)
         mkg_unit_chunk_range(p, u, SPLIT, &c, &c_end);
     while (u < units) {
-        mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false>(p, m, u, c, raster, group, SPLIT, r, sm, wg, d, tot);
+        mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, false, -1, KH>(p, m, u, c, raster, group, SPLIT, r,
+                                                                              sm, wg, d, tot);
         if (++c == c_end) {
             on_unit(u);
             u += stride;
@@ -409,9 +414,9 @@ static __device__ __forceinline__ void mkg_dispatch_consume_units(const mkg_gemm
     switch (s) {
 #define MKG_X_LOOP(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                       \
     case MKG_SCHED_##name:                                                                                  \
-        if constexpr (mkg_shape<tm, tn, tk, st, swap>::CHUNKED && mkg_dispatch_row(cl, pp, tm, tn, st, tk))     \
-            mkg_dispatch_consume_loop<DT, tm, tn, tk, st, swap, split>(p, m, u0, stride, units, raster, group, r, \
-                                                                       sm, wg, on_unit);                    \
+        if constexpr (mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap>::CHUNKED && mkg_dispatch_row(cl, pp, tm, tn, st)) \
+            mkg_dispatch_consume_loop<DT, tm, tn, MKG_DISPATCH_TK, st, swap, split, tk / 64>(                     \
+                p, m, u0, stride, units, raster, group, r, sm, wg, on_unit);                                    \
         break;
         MKG_SCHEDULE_LIST(MKG_X_LOOP)
 #undef MKG_X_LOOP

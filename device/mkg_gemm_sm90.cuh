@@ -46,8 +46,8 @@ static_assert(sizeof(mkg_gemm_params) + 3 * sizeof(int) <= 4096,
 // 64 (one 128-byte K sub-tile of 16-bit input per stage) or 128 (two: KH = 2).
 #define MKG_X_CHECK(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                               \
     static_assert(sizeof(mkg_shape<tm, tn, 64, st, swap, tk / 64>) > 0, #name);                       \
-    static_assert(tk == 64 || (tk == 128 && cl == 1 && split == 1 && pp == 0),                          \
-                  #name ": 128-deep stages: one K chunk, no split, no cluster, no ping-pong");          \
+    static_assert(tk == 64 || (tk == 128 && cl == 1 && pp == 0),                                        \
+                  #name ": 128-deep stages: no cluster, no ping-pong");                                 \
     static_assert(cl == 1 || (cl <= MKG_LAUNCH_MAX_CLUSTER && !swap && split == 1 &&                   \
                               ((tn / cl) == 64 || (tn / cl) == 128)),                                   \
                   #name ": cluster rows multicast a B box of TN / CL rows (a box class), no swap, no split"); \
@@ -67,7 +67,7 @@ MKG_SCHEDULE_LIST(MKG_X_CHECK)
 // PP = 1: ping-pong consumers (mkg_gemm_consume_pp), one K chunk, no split.
 // OT >= 0: C is of type OT with a plain store, known at compile time (mkg_epilogue_store);
 // OT < 0: output type and epilogue kind are read from the params.
-// KH = 2: each stage holds two K sub-tiles of TK (128-deep stages of 16-bit input), one chunk.
+// KH = 2: each stage holds two K sub-tiles of TK (128-deep stages of 16-bit input).
 template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CH, int CL = 1, int PP = 0, int OT = -1, int KH = 1>
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
 mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int raster, int group, int split)
@@ -80,7 +80,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
     const mkg_gemm_params *__restrict__ p = &params;
     extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
     static_assert(CL == 1 || !CH, "cluster rows run one K chunk");
-    static_assert(KH == 1 || (!CH && CL == 1 && !PP), "rows with two K sub-tiles per stage: one chunk, no cluster");
+    static_assert(KH == 1 || (CL == 1 && !PP), "rows with two K sub-tiles per stage: no cluster, no ping-pong");
     static_assert(!PP || (!CH && CL == 1 && !SWAP && TM == 128), "ping-pong rows: one chunk, no cluster, no swap");
     const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
     typedef mkg_shape<TM, TN, TK, ST, SWAP, KH> S;
@@ -168,17 +168,16 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
                 mkg_unit uu{};
                 mkg_bscale_in<S::WN, SWAP> bs{};             // next chunk's block scales (e4m3)
                 if (u < units) {
-                    uu = mkg_unit_of<TM, TN, TK>(p, m, u, raster, group, split);
+                    uu = mkg_unit_of<TM, TN, TK, 1, false, KH>(p, m, u, raster, group, split);
                     c = uu.c0;
                 }
                 while (u < units) {
-                    mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, true, OT>(p, m, u, c, raster, group,
-                                                                                    split, &ring, &sm, wg, d, tot,
-                                                                                    &uu, &bs);
+                    mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, true, OT, KH>(
+                        p, m, u, c, raster, group, split, &ring, &sm, wg, d, tot, &uu, &bs);
                     if (++c == uu.c1) {
                         u += gridDim.x;
                         if (u < units) {
-                            uu = mkg_unit_of<TM, TN, TK>(p, m, u, raster, group, split);
+                            uu = mkg_unit_of<TM, TN, TK, 1, false, KH>(p, m, u, raster, group, split);
                             c = uu.c0;
                         }
                     }
@@ -197,12 +196,12 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
 }
 
 // The chunked instantiation of a row, or NULL for rows that cannot fold chunks (wgmma N >
-// MKG_CHUNKED_MAX_WN, cluster rows, two K sub-tiles per stage).
+// MKG_CHUNKED_MAX_WN, cluster rows).
 template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CL, int KH = 1>
 static const void *mkg_chunked_kernel_sm90(void)
 {
-    if constexpr (mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED && CL == 1 && KH == 1)
-        return (const void *)mkg_gemm_persistent_sm90<DT, TM, TN, TK, ST, SWAP, 1>;
+    if constexpr (mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED && CL == 1)
+        return (const void *)mkg_gemm_persistent_sm90<DT, TM, TN, TK, ST, SWAP, 1, 1, 0, -1, KH>;
     else
         return NULL;
 }

@@ -457,7 +457,6 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
     typedef mkg_shape<TM, TN, TK, ST, SWAP, KH> S;
     constexpr int WN = S::WN;
     static_assert(CL == 1 || ONE, "cluster rows run one chunk per unit");
-    static_assert(KH == 1 || ONE, "rows with two K sub-tiles per stage run one chunk per unit");
     static_assert(TK * mkg_dtype_bytes<DT>() == 128, "a stage row is 128 bytes of the input dtype");
     const mkg_unit u = pu ? *pu
                           : mkg_unit_of<TM, TN, TK, CL, ONE, KH>(p, m, unit, raster, group, split,

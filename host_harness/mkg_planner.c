@@ -4,7 +4,9 @@
  * Predicted time of schedule s at M x N x K (all times in microseconds):
  *   units     = tiles_m * tiles_n * splits           (work units; splits = min(SPLIT, chunks))
  *   waves     = ceil(units / SMs)                    (the busiest SM runs `waves` units)
- *   t_unit    = max(MMA time, operand streaming time) + epilogue + per-unit cost
+ *   t_unit    = max(MMA time, operand streaming time, stages x stage round trip) + epilogue
+ *               + per-unit cost (a unit of small stages is held by its barrier round trips:
+ *               128-deep stages, TK = 128, halve them)
  *               MMA time: 2 TM TN K_unit / (sm_tflops * efficiency(wgmma N, MMA rows))
  *               streaming: (TM + TN) * 128 B per K tile, at the lesser of the SM's share of
  *               L2 bandwidth and what ST stages in flight sustain over the memory latency
@@ -47,6 +49,8 @@ mkg_cost_model mkg_cost_model_h200(void)
     cm.eff_wn[4] = 0.495;       /* <= 32 */
     cm.split_us = 0.500;        /* not identified by the data: invariant-mode runs never split */
     cm.overlap_p = 1.632;
+    cm.stage_us = 0.100;        /* not fitted: v52 measured ~0.09 us per stage saved (1B o and down, M = 1); 0.10 keeps
+                                   every pick on the 966c2d0 data and picks the TK = 128 rows at decode */
     return cm;
 }
 
@@ -109,7 +113,11 @@ static int mkg_cost_eval(const mkg_cost_model *cm, int s, int m, int n, int k, i
     const double t_epi = (double)mkg_dtype_size(out) * i->tile_m * i->tile_n / (cm->epi_gbps * 1e3);
     /* NOTE: a ping-pong row stores one warpgroup's tile while the other's mainloop runs, so only
      * the CTA's last epilogue is exposed (one per launch, not one per unit). */
-    t->t_unit = (t_mma > t_stream ? t_mma : t_stream) + (i->pingpong ? 0.0 : t_epi) + cm->unit_us;
+    const double t_stages = kt_unit * cm->stage_us;
+    double t_busy = t_mma > t_stream ? t_mma : t_stream;
+    if (t_stages > t_busy)
+        t_busy = t_stages;
+    t->t_unit = t_busy + (i->pingpong ? 0.0 : t_epi) + cm->unit_us;
     t->t_compute = t->waves * t->t_unit + (i->pingpong ? t_epi : 0.0);
     t->t_memory = mkg_dram_bytes(cm, i, m, n, k, out) / (cm->dram_tbps * 1e6);
     const double t_split = splits > 1 ? cm->split_us * splits : 0.0;
@@ -156,7 +164,10 @@ mkg_status mkg_plan_pick(const mkg_cost_model *cm, const mkg_layer_desc *l, cons
         if (!mkg_plan_eligible(&lk, c))
             continue;
         const double us = mkg_cost_predict_us(cm, c, m, l->n, l->k, lk.kc, l->c_type, g->sms);
-        if (best < 0 || us < best_us) {
+        /* A tie (both DRAM-bound: the same bytes, the same soft maximum) goes to the row with
+         * the deeper stages: fewer barrier round trips per K (v52 measured them faster). */
+        const int deeper = best >= 0 && mkg_schedule_get(c)->tile_k > mkg_schedule_get(best)->tile_k;
+        if (best < 0 || us < best_us * (1.0 - 1e-9) || (deeper && us <= best_us * (1.0 + 1e-9))) {
             best = c;
             best_us = us;
         }
@@ -207,9 +218,13 @@ int mkg_plan_explain(const mkg_cost_model *cm, const mkg_layer_desc *l, const mk
     for (int c = 0; c < MKG_SCHED_COUNT; ++c) {
         const mkg_schedule_info *i = mkg_schedule_get(c);
         if (!mkg_plan_eligible(&lk, c)) {
+            const mkg_gemm_desc d = mkg_layer_gemm_desc(&lk, 1, lk.kc);
             if (mkg_schedule_shipped_only(c))
                 MKG_EMIT("  %-32s not eligible: %s rows run in the shipped kernel only\n", i->name,
-                         i->cluster > 1 ? "cluster" : i->pingpong ? "ping-pong" : "two-sub-tile-stage");
+                         i->cluster > 1 ? "cluster" : "ping-pong");
+            else if (mkg_schedule_check(&d, c) == MKG_ERR_SCHEDULE_K_DEPTH)
+                MKG_EMIT("  %-32s not eligible: K %d / KC %d not in an even number of 128-byte K tiles\n",
+                         i->name, l->k, lk.kc);
             else
                 MKG_EMIT("  %-32s not eligible: wgmma N %d cannot fold %d K chunks\n", i->name,
                          mkg_schedule_wgmma_n(c), mkg_chunk_count(l->k, lk.kc));

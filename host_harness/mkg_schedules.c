@@ -82,7 +82,7 @@ size_t mkg_gemm_workspace_bytes(const mkg_gemm_desc *d)
 int mkg_schedule_shipped_only(int s)
 {
     const mkg_schedule_info *i = mkg_schedule_get(s);
-    return i && (i->cluster > 1 || i->pingpong || i->tile_k != 64);
+    return i && (i->cluster > 1 || i->pingpong);
 }
 
 int mkg_schedule_wgmma_n(int s)

@@ -129,10 +129,15 @@ mkg_status mkg_schedule_check(const mkg_gemm_desc *d, int s)
     if (!mkg_is_input_dtype(d->a_type) || (info->tile_k != 64 && info->tile_k != 128))
         return MKG_ERR_SCHEDULE_INELIGIBLE;
     /* A two-sub-tile stage must not add a wholly zero-filled 128-byte K tile that the
-     * one-sub-tile rows do not run: their wgmma k16 steps, zero padding included, are then the
-     * same, and so are C's bits (a zero tile would turn a -0 accumulator into +0). */
-    if (info->tile_k == 128 && mkg_ceil_div(d->k, 128 / (int)mkg_dtype_size(d->a_type)) % 2 != 0)
-        return MKG_ERR_SCHEDULE_K_DEPTH;
+     * one-sub-tile rows do not run, nor straddle a chunk edge: their wgmma k16 steps, zero
+     * padding included, are then the same chunk by chunk, and so are C's bits (a zero tile
+     * would turn a -0 accumulator into +0). So K, and KC when K is chunked, span an even
+     * number of 128-byte K tiles. */
+    if (info->tile_k == 128) {
+        const int sub = 128 / (int)mkg_dtype_size(d->a_type);
+        if (mkg_ceil_div(d->k, sub) % 2 != 0 || (mkg_chunk_count(d->k, d->kc) > 1 && (d->kc / sub) % 2 != 0))
+            return MKG_ERR_SCHEDULE_K_DEPTH;
+    }
     /* More than one K chunk needs a kernel compiled with the chunk fold (wgmma N <= 128);
      * so do fused epilogues, megakernel dependencies (see mkg_epilogue_store) and fp8 block
      * scales (applied to each chunk's partial, even when K is one chunk). */

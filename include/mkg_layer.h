@@ -101,6 +101,8 @@ typedef struct mkg_cost_model {
     double eff_wn[5];           /* tensor efficiency by consumer wgmma N: >=256, 192, 128, 64, <=32 */
     double split_us;            /* extra cost per split unit: partial write, counter, fold read */
     double overlap_p;           /* compute and DRAM time combine as (tc^p + tm^p)^(1/p): large p = max */
+    double stage_us;            /* one pipeline stage's round trip (full wait, wgmma commit and wait,
+                                   release): a unit takes at least its stages times this */
 } mkg_cost_model;
 
 /** The model calibrated on the H200 (bench/results, bench/NOTES.md). */

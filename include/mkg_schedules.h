@@ -8,9 +8,9 @@
  *   TM, TN  output tile in C terms (rows of M, columns of N)
  *   TK      K depth of one pipeline stage, in 16-bit elements: 64 (one 128-byte swizzled
  *           row per operand row) or 128 (two such K sub-tiles behind one full barrier: half
- *           the barrier round trips per K, twice the wgmma between waits; shipped kernel only,
- *           one K chunk, no split, no cluster, no ping-pong, and K in an even number of 64-deep
- *           tiles so that the k16 steps, zero padding included, are those of the TK = 64 rows)
+ *           the barrier round trips per K, twice the wgmma between waits; no cluster, no
+ *           ping-pong, and K (and KC, when K is chunked) in an even number of 64-deep tiles so
+ *           that the k16 steps, zero padding included, are those of the TK = 64 rows)
  *   ST      pipeline stages in the shared-memory ring
  *   RASTER  work-unit order, MKG_RASTER_M or MKG_RASTER_N
  *   GROUP   band width of the raster, in tiles (L2 reuse)
@@ -77,7 +77,8 @@ extern "C" {
     X(m16n64k64_s16_swap_rn_g8_sk8,   16,  64, 64,16, MKG_RASTER_N,  8,    1,    8,  1,  0) \
     X(m16n64k128_s8_swap_rn_g8,       16,  64,128, 8, MKG_RASTER_N,  8,    1,    1,  1,  0) \
     X(m8n128k128_s5_swap_rn_g8,        8, 128,128, 5, MKG_RASTER_N,  8,    1,    1,  1,  0) \
-    X(m32n128k128_s4_swap_rn_g8,      32, 128,128, 4, MKG_RASTER_N,  8,    1,    1,  1,  0)
+    X(m32n128k128_s4_swap_rn_g8,      32, 128,128, 4, MKG_RASTER_N,  8,    1,    1,  1,  0) \
+    X(m16n64k128_s8_swap_rn_g8_sk8,   16,  64,128, 8, MKG_RASTER_N,  8,    1,    8,  1,  0)
 
 typedef enum mkg_schedule {
 #define MKG_X_ENUM(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) MKG_SCHED_##name,
@@ -118,8 +119,8 @@ int mkg_schedule_find(const char *name);
 /** wgmma N of one consumer warpgroup of schedule s (0 if s is unknown). */
 int mkg_schedule_wgmma_n(int s);
 
-/** 1 if schedule s runs in the shipped persistent kernel only (cluster, ping-pong and
- *  two-sub-tile-stage rows): never in a dispatch table or megakernel, one K chunk. */
+/** 1 if schedule s runs in the shipped persistent kernel only (cluster and ping-pong rows):
+ *  never in a dispatch table or megakernel, one K chunk. */
 int mkg_schedule_shipped_only(int s);
 
 #ifdef __cplusplus

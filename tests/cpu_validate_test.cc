@@ -264,6 +264,21 @@ TEST(Validate, ChunkedKNeedsAChunkCapableSchedule)
                       ? MKG_ERR_SCHEDULE_INELIGIBLE
                       : MKG_OK)
             << mkg_schedule_get(s)->name;
+    // Chunks of three 64-deep tiles: a two-sub-tile stage would straddle every other chunk edge.
+    int deep = 0;
+    d.kc = 192;
+    ASSERT_EQ(mkg_gemm_validate(&d), MKG_OK);
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        const bool two = mkg_schedule_get(s)->tile_k == 128;
+        deep += two;
+        EXPECT_EQ(mkg_schedule_check(&d, s),
+                  two ? MKG_ERR_SCHEDULE_K_DEPTH
+                  : mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || mkg_schedule_shipped_only(s)
+                      ? MKG_ERR_SCHEDULE_INELIGIBLE
+                      : MKG_OK)
+            << mkg_schedule_get(s)->name << " kc=192";
+    }
+    EXPECT_GT(deep, 0) << "the table has no two-sub-tile row";
     d.kc = 64;
     EXPECT_EQ(mkg_gemm_validate(&d), MKG_OK);
     d.kc = 8192;                               // >= K: one chunk

@@ -26,7 +26,7 @@ DTYPES = {"bf16": 0, "fp16": 1, "fp32": 2}
 
 class CostModel(ctypes.Structure):
     _fields_ = [(f, ctypes.c_double) for f in FIELDS] + [("eff_wn", ctypes.c_double * 5), ("split_us", ctypes.c_double),
-                                                         ("overlap_p", ctypes.c_double)]
+                                                         ("overlap_p", ctypes.c_double), ("stage_us", ctypes.c_double)]
 
 
 def build_library():
@@ -60,7 +60,7 @@ def load_rows(paths):
 
 
 def as_vector(cm):
-    return [getattr(cm, f) for f in FIELDS] + list(cm.eff_wn) + [cm.split_us, cm.overlap_p]
+    return [getattr(cm, f) for f in FIELDS] + list(cm.eff_wn) + [cm.split_us, cm.overlap_p, cm.stage_us]
 
 
 def from_vector(v):
@@ -69,8 +69,9 @@ def from_vector(v):
         setattr(cm, f, x)
     for i in range(5):
         cm.eff_wn[i] = v[len(FIELDS) + i]
-    cm.split_us = v[-2]
-    cm.overlap_p = v[-1]
+    cm.split_us = v[-3]
+    cm.overlap_p = v[-2]
+    cm.stage_us = v[-1]
     return cm
 
 
@@ -93,8 +94,8 @@ def evaluate(lib, cm, rows, sched_ids):
 
 def fit(lib, cm, rows, sched_ids, rounds):
     v = as_vector(cm)
-    lo = [3.0, 2.0, 3.0, 10.0, 0.3, 1.0, 0.0, 20.0, 0.5] + [0.6, 0.6, 0.5, 0.2, 0.05] + [0.0, 1.5]
-    hi = [8.0, 4.8, 16.0, 60.0, 4.0, 12.0, 3.0, 1000.0, 1.0] + [1.0, 1.0, 1.0, 1.0, 0.6] + [5.0, 16.0]
+    lo = [3.0, 2.0, 3.0, 10.0, 0.3, 1.0, 0.0, 20.0, 0.5] + [0.6, 0.6, 0.5, 0.2, 0.05] + [0.0, 1.5, 0.0]
+    hi = [8.0, 4.8, 16.0, 60.0, 4.0, 12.0, 3.0, 1000.0, 1.0] + [1.0, 1.0, 1.0, 1.0, 0.6] + [5.0, 16.0, 0.5]
     frozen = {FIELDS.index("l2_mb")}
     best = evaluate(lib, from_vector(v), rows, sched_ids)[0]
     step = [0.1] * len(v)
@@ -145,6 +146,7 @@ def main():
         print(f"    cm.eff_wn[{i}] = {cm.eff_wn[i]:.3f};")
     print(f"    cm.split_us = {cm.split_us:.3f};")
     print(f"    cm.overlap_p = {cm.overlap_p:.3f};")
+    print(f"    cm.stage_us = {cm.stage_us:.3f};")
 
 
 if __name__ == "__main__":
