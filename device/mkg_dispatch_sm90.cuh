@@ -18,6 +18,10 @@
 #include "mkg_gemm_sm90.cuh"
 #include "mkg_layer.h"
 
+// The dispatcher runs 16-bit inputs: a row's TK (16-bit elements) is TK / 64 sub-tiles (KH) of
+// MKG_DISPATCH_TK elements, one 128-byte row each, per stage.
+#define MKG_DISPATCH_TK 64
+
 static __device__ __forceinline__ int mkg_dispatch_fail(unsigned int *err, int layer, int reason)
 {
     atomicCAS(err, 0u, ((unsigned int)(layer + 1) << 8) | (unsigned int)reason);
@@ -47,9 +51,6 @@ static __device__ __forceinline__ int mkg_dispatch_chunk_capable(int s)
 #ifndef MKG_DISPATCH_ONLY_SHAPE
 #define MKG_DISPATCH_ONLY_SHAPE -1
 #endif
-// The dispatcher runs 16-bit inputs: a row's TK (16-bit elements) is MKG_DISPATCH_TK sub-tiles of
-// one 128-byte row each, KH = TK / 64 per stage.
-#define MKG_DISPATCH_TK 64
 static constexpr bool mkg_dispatch_row(int cl, int pp, int tm = 0, int tn = 0, int st = 0)
 {
     return cl == 1 && !pp &&
