@@ -182,7 +182,7 @@ mkg_status mkg_plan_pick(const mkg_cost_model *cm, const mkg_layer_desc *l, cons
 static const char *mkg_reason(const mkg_cost_terms *a, const mkg_cost_terms *b)
 {
     if (b->t_total - a->t_total < 0.005)
-        return "a tie in the model; the earlier table row wins";
+        return "a tie in the model; the deeper stages win it, else the earlier table row";
     if (a->t_memory >= a->t_compute && b->t_memory >= b->t_compute && a->t_compute < b->t_compute)
         return "both are DRAM-bound; it streams its units faster (fewer bytes per unit, more in flight)";
     if (a->waves < b->waves)

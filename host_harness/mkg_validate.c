@@ -114,6 +114,8 @@ mkg_status mkg_gemm_validate(const mkg_gemm_desc *d)
     }
     if (d->deps.wait && !d->deps.stall)
         return MKG_ERR_DEPS_NO_STALL;
+    if (d->deps.flags & ~(MKG_DEPS_L2_TAIL | MKG_DEPS_B_EVICT_FIRST))
+        return MKG_ERR_DEPS_FLAGS;
     return MKG_OK;
 }
 

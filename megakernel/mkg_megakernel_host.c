@@ -187,6 +187,13 @@ static void mkg_mk_knob_force(mkg_mk *mk, int kind, const char *value, int m_top
     for (int r = 0; r < mk->rows; ++r) {
         if (mkg_mk_row_kind(mk, r) != kind)
             continue;
+        mkg_layer_desc lk = mk->layers[r];
+        lk.kc = mk->plans[r].kc;
+        if (!mkg_plan_eligible(&lk, s)) {
+            fprintf(stderr, "MKG_MK_FORCE: '%s' cannot run table row %d (N %d, K %d, KC %d), ignored there\n", value, r,
+                    lk.n, lk.k, lk.kc);
+            continue;
+        }
         for (int m = 1; m <= m_top && m <= mk->layers[r].m_max; ++m)
             mk->plans[r].schedule[mkg_bucket_of(m)] = (unsigned char)s;
     }

@@ -206,6 +206,33 @@ TEST_F(Table, AnotherLayerList)
               MKG_ERR_TABLE_LAYER);
 }
 
+// Plans a caller hands to mkg_table_create are checked per bucket before any device work (so
+// this runs without a GPU): a two-sub-tile row on K = 192 (three 64-deep tiles) is refused with
+// its own status, and a row that cannot fold the layer's chunks as ineligible.
+TEST(Layers, TableCreateChecksTheCallersPlans)
+{
+    std::vector<mkg_layer_desc> ls = layers();
+    ls[1].k = ls[1].lda = ls[1].ldb = 192;
+    std::vector<mkg_layer_plan> plans(ls.size());
+    const mkg_gpu_info g = h200();
+    const mkg_cost_model cm = mkg_cost_model_h200();
+    ASSERT_EQ(mkg_layers_plan(&cm, ls.data(), static_cast<int>(ls.size()), &g, plans.data()), MKG_OK);
+    const int deep = mkg_schedule_find("m16n64k128_s8_swap_rn_g8");
+    const int wide = mkg_schedule_find("m128n256k64_s4_rm_g8");
+    ASSERT_GE(deep, 0);
+    ASSERT_GE(wide, 0);
+    mkg_table *t = nullptr;
+    std::vector<mkg_layer_plan> bad = plans;
+    bad[1].schedule[0] = static_cast<unsigned char>(deep);
+    EXPECT_EQ(mkg_table_create(ls.data(), static_cast<int>(ls.size()), bad.data(), &t), MKG_ERR_SCHEDULE_K_DEPTH);
+    EXPECT_EQ(t, nullptr);
+    bad = plans;
+    bad[3].kc = 2048;                                         // K = 8192 in four chunks
+    bad[3].schedule[0] = static_cast<unsigned char>(wide);    // wgmma N 256 cannot fold them
+    EXPECT_EQ(mkg_table_create(ls.data(), static_cast<int>(ls.size()), bad.data(), &t), MKG_ERR_SCHEDULE_INELIGIBLE);
+    EXPECT_EQ(t, nullptr);
+}
+
 TEST(Layers, EveryBadLayerIsNamedWithItsIndex)
 {
     struct Case {

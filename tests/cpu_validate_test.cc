@@ -141,6 +141,8 @@ const BadCase kBad[] = {
          d->deps.stall = reinterpret_cast<unsigned int *>(0x70000);
      },
      MKG_ERR_BAD_BLOCK_SCALES},
+    {"deps.flags: a bit that is not an MKG_DEPS_*", [](mkg_gemm_desc *d) { d->deps.flags = 4u; },
+     MKG_ERR_DEPS_FLAGS},
 };
 
 }  // namespace
@@ -192,7 +194,7 @@ TEST(Validate, EveryBadInputHasItsOwnStatus)
     }
     // Every validation status above is distinct from the others and from MKG_OK.
     EXPECT_EQ(seen.count(MKG_OK), 0u);
-    EXPECT_EQ(seen.size(), 24u);    // 24 distinct reasons
+    EXPECT_EQ(seen.size(), 25u);    // 25 distinct reasons
 }
 
 TEST(Validate, ApiReturnsValidationStatusBeforeTouchingCuda)

@@ -15,6 +15,7 @@ import ctypes
 import json
 import math
 import os
+import re
 import subprocess
 import tempfile
 
@@ -87,7 +88,8 @@ def evaluate(lib, cm, rows, sched_ids):
             pred[name] = p
             err2 += (math.log(p) - math.log(us)) ** 2
             n += 1
-        pick = min(pred, key=pred.get)
+        # mkg_plan_pick's rule: the least predicted time; an exact tie goes to the deeper stages.
+        pick = min(pred, key=lambda n: (round(pred[n], 9), -int(re.search(r"k(\d+)_", n).group(1))))
         picks.append(min(meas.values()) / meas[pick])
     return math.sqrt(err2 / n), math.exp(sum(map(math.log, picks)) / len(picks)), min(picks), picks
 
@@ -96,7 +98,7 @@ def fit(lib, cm, rows, sched_ids, rounds):
     v = as_vector(cm)
     lo = [3.0, 2.0, 3.0, 10.0, 0.3, 1.0, 0.0, 20.0, 0.5] + [0.6, 0.6, 0.5, 0.2, 0.05] + [0.0, 1.5, 0.0]
     hi = [8.0, 4.8, 16.0, 60.0, 4.0, 12.0, 3.0, 1000.0, 1.0] + [1.0, 1.0, 1.0, 1.0, 0.6] + [5.0, 16.0, 0.5]
-    frozen = {FIELDS.index("l2_mb")}
+    frozen = {FIELDS.index("l2_mb"), len(v) - 1}   # l2_mb; stage_us (set from v52's measurement)
     best = evaluate(lib, from_vector(v), rows, sched_ids)[0]
     step = [0.1] * len(v)
     for _ in range(rounds):
