@@ -125,7 +125,6 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
                                         MKG_MK_BAR, (a->opts & MKG_MK_OPT_ATTN_PREFETCH) != 0,
                                         a->timeline ? (volatile unsigned long long *)(scratch + MKG_MK_PHASE_AT)
                                                     : nullptr,
-                                        (a->opts & MKG_MK_OPT_ATTN_CG) != 0,
                                         (a->opts & MKG_MK_OPT_ROPE_EARLY) ? &rope : nullptr);
         }
     }

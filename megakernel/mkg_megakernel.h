@@ -31,7 +31,7 @@ extern "C" {
 #define MKG_MK_OPT_NORM_PREFETCH 2u  /* RMSNorm: its weight into L2 */
 #define MKG_MK_OPT_GEMM_L2_TAIL 4u   /* GEMMs of <= 48 MB of weights: MKG_DEPS_L2_TAIL (unit's B past the ring) */
 #define MKG_MK_OPT_GEMM_L2_ALL 8u    /* MKG_DEPS_L2_TAIL on every GEMM */
-#define MKG_MK_OPT_ATTN_CG 16u       /* decode attention reads the cache rows with ld.global.cg (no L1) */
+/* 16: was ld.global.cg cache reads in decode attention; measured neutral twice (mk-v9), removed */
 #define MKG_MK_OPT_B_EVICT_FIRST 32u /* GEMM weights with an L2 evict-first hint (MKG_DEPS_B_EVICT_FIRST) */
 #define MKG_MK_OPT_ROPE_EARLY 64u    /* decode attention: the RoPE cos / sin of pos before the wait */
 #define MKG_MK_OPT_DEFAULT 99u  /* 1 2 32 64; the L2 tail measured slower (bench/NOTES.md, mk-v7, mk-v9) */

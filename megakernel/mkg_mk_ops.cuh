@@ -179,7 +179,7 @@ struct mkg_op_kv16 {
 // function (this form: no spills there).
 static __device__ __forceinline__ void mkg_op_decode_load(mkg_op_kv16 *b, const uint4 *kl, const uint4 *vl, int blk,
                                                           int blk_end, int pos, const uint4 *s_k4, const uint4 *s_v4,
-                                                          int gid, int tig, bool cg = false)
+                                                          int gid, int tig)
 {
     const uint32_t off = (uint32_t)blk * 128u;   // 128 uint4 (16 rows) a block
     const uint4 *kp = kl + off, *vp = vl + off;
@@ -191,9 +191,9 @@ static __device__ __forceinline__ void mkg_op_decode_load(mkg_op_kv16 *b, const 
     for (int i = 0; i < 4; ++i) {
         uint4 x = make_uint4(0, 0, 0, 0), y = make_uint4(0, 0, 0, 0);
         if (kr[i] < lim)
-            x = cg ? __ldcg(kp + ko[i]) : __ldg(kp + ko[i]);
+            x = __ldg(kp + ko[i]);
         if (vr[i] < lim)
-            y = cg ? __ldcg(vp + vo[i]) : __ldg(vp + vo[i]);
+            y = __ldg(vp + vo[i]);
         b->k[i] = x;
         b->v[i] = y;
     }
@@ -341,8 +341,7 @@ static __device__ __forceinline__ void mkg_op_attention_decode_prefetch(const mk
 // blocks [w nb / 8, (w + 1) nb / 8). Before the q / k rotation every warp asks for its cache
 // rows to be prefetched into L2 (bulk prefetch: no registers; prefetched = true: the caller
 // did it already, mkg_op_attention_decode_prefetch, e.g. before the qkv row was ready; phase:
-// thread 0 stamps the ends of steps 1, 4 and 5 there, for a timeline; cg: the cache rows by
-// ld.global.cg instead of the non-coherent path; rope_cs: this thread's RoPE cos / sin of pos,
+// thread 0 stamps the ends of steps 1, 4 and 5 there, for a timeline; rope_cs: this thread's RoPE cos / sin of pos,
 // computed by the caller, e.g. before the wait), so HBM
 // latency overlaps the prologue and the whole range streams at once; the warp then keeps MKG_OP_DECODE_DEPTH blocks
 // in flight in registers (a ring: a block's registers are reloaded with block + DEPTH once
@@ -367,7 +366,7 @@ static __device__ __forceinline__ void mkg_op_attention_decode(const mkg_model_c
                                                                unsigned char *scratch, int tid, int bar,
                                                                bool prefetched = false,
                                                                volatile unsigned long long *phase = nullptr,
-                                                               bool cg = false, const float2 *rope_cs = nullptr)
+                                                               const float2 *rope_cs = nullptr)
 {
     const int G = cfg->q_heads / cfg->kv_heads;
     const int qkv_n = (cfg->q_heads + 2 * cfg->kv_heads) * MKG_OP_HEAD_DIM;
@@ -463,14 +462,13 @@ static __device__ __forceinline__ void mkg_op_attention_decode(const mkg_model_c
     mkg_op_kv16 buf[MKG_OP_DECODE_DEPTH];
 #pragma unroll
     for (int d = 0; d < MKG_OP_DECODE_DEPTH; ++d)
-        mkg_op_decode_load(&buf[d], kl, vl, blk0 + d, blk1, pos, s_k4, s_v4, gid, tig, cg);
+        mkg_op_decode_load(&buf[d], kl, vl, blk0 + d, blk1, pos, s_k4, s_v4, gid, tig);
     for (int b0 = blk0; b0 < blk1; b0 += MKG_OP_DECODE_DEPTH) {
 #pragma unroll
         for (int d = 0; d < MKG_OP_DECODE_DEPTH; ++d) {
             if (b0 + d < blk1) {
                 mkg_op_decode_block(&buf[d], b0 + d, pos, qb, acc, m, l, gid, tig);
-                mkg_op_decode_load(&buf[d], kl, vl, b0 + d + MKG_OP_DECODE_DEPTH, blk1, pos, s_k4, s_v4, gid, tig,
-                                   cg);
+                mkg_op_decode_load(&buf[d], kl, vl, b0 + d + MKG_OP_DECODE_DEPTH, blk1, pos, s_k4, s_v4, gid, tig);
             }
         }
     }
