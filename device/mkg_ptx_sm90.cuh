@@ -288,6 +288,14 @@ static __device__ __forceinline__ void mkg_bar_sync(int id, int threads)
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// barrier.sync without .aligned: the threads of a warp may reach it apart, e.g. right after a
+// branch taken by some lanes (bar.sync is barrier.sync.aligned, whose warps must arrive
+// converged). The megakernel's ops sync through this form (bench/NOTES.md, session 19).
+static __device__ __forceinline__ void mkg_bar_sync_any(int id, int threads)
+{
+    asm volatile("barrier.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 // Counts this warp's threads on named barrier id without waiting (pairs with mkg_bar_sync
 // of the threads that wait: `threads` counts both sides).
 static __device__ __forceinline__ void mkg_bar_arrive(int id, int threads)

@@ -25,6 +25,9 @@ static_assert(128 * MKG_MK_PRODUCER_REGS + 256 * MKG_MK_CONSUMER_REGS <= 65536, 
 
 static_assert(MKG_OP_THREADS == 128 * MKG_LAUNCH_CONSUMERS, "ops run on the consumer warpgroups");
 static_assert(MKG_OP_PREFILL_SCRATCH_BYTES + 48 <= MKG_LAUNCH_EPI_BYTES, "op scratch, norm sums and flag fit the staging area");
+static_assert(MKG_OP_DECODE_SCRATCH_BYTES + 48 <= MKG_LAUNCH_EPI_BYTES, "decode scratch, phase stamps and flag fit");
+static_assert(MKG_MK_ATTN_PARTS == MKG_OP_DECODE_GROUPS, "a split decode attention item runs one group of key ranges");
+static_assert(MKG_MK_ATTN_WS_FLOATS == MKG_OP_DECODE_WS_FLOATS, "the host sizes the ops' workspace");
 
 // Scratch words past the ops' own: [-48, -16) norm sums (decode attention: its 3 phase stamps
 // at [-48, -24), timeline), [-16, -12) the item flag, [-8, 0) the item's ready stamp (timeline).
@@ -72,20 +75,24 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
         out_rb = item;
         elems = (unsigned int)(r1 - r0) * (unsigned int)op->out_cols;
     } else {
-        mkg_mk_attn_rows(c, a->m, a->prefill, item, &r0, &r1, &out_rb);
-        elems = mkg_mk_attn_elems(c, a->m, a->prefill, item);
+        mkg_mk_attn_rows(c, a->m, a->prefill, a->attn_split, item, &r0, &r1, &out_rb);
+        // A split item's share (the last part signals every part's, once all are done).
+        elems = mkg_mk_attn_elems(c, a->m, a->prefill, a->attn_split, item) * (a->prefill ? 1u : a->attn_split);
     }
+    // Decode attention: part of (token t, KV head g); -1: the item is not split.
+    const int split = a->prefill ? 1 : a->attn_split;
+    const int pair = item / split, part = split > 1 ? item % split : -1;
     // Before the input is ready: what only depends on earlier launches or the weights.
     float2 rope = make_float2(0.0f, 0.0f);
     if (op->kind == MKG_MK_NORM) {
         if (a->opts & MKG_MK_OPT_NORM_PREFETCH)
             mkg_norm_prefetch_weight((const __nv_bfloat16 *)op->weight, c->hidden, tid);
     } else if (!a->prefill) {
-        const int t = item / c->kv_heads;
+        const int t = pair / c->kv_heads;
         if (a->opts & MKG_MK_OPT_ATTN_PREFETCH)
-            mkg_op_attention_decode_prefetch(c, op->layer, t, __ldg(a->pos + t), item % c->kv_heads,
+            mkg_op_attention_decode_prefetch(c, op->layer, t, __ldg(a->pos + t), pair % c->kv_heads,
                                              (const __nv_bfloat16 *)a->k_cache, (const __nv_bfloat16 *)a->v_cache,
-                                             tid);
+                                             tid, part);
         if (a->opts & MKG_MK_OPT_ROPE_EARLY)
             mkg_op_rope_cs(__ldg(a->pos + t), tid & 31, c->rope_theta, &rope.x, &rope.y);
     }
@@ -104,8 +111,9 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
         if (a->timeline)
             *(volatile unsigned long long *)(scratch + MKG_MK_READY_AT) = mkg_globaltimer();
     }
-    mkg_bar_sync(MKG_MK_BAR, MKG_OP_THREADS);
+    mkg_bar_sync_any(MKG_MK_BAR, MKG_OP_THREADS);
     const bool ok = *flag != 0;
+    bool stored = true;                  // a split part that is not the last stores nothing
     if (ok) {
         if (op->kind == MKG_MK_NORM) {
             mkg_op_rmsnorm_rows((const __nv_bfloat16 *)op->src, (const __nv_bfloat16 *)op->weight,
@@ -114,23 +122,25 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
         } else {
             const int qkv_n = mkg_model_qkv_n(c);
             const __nv_bfloat16 *qkv = (const __nv_bfloat16 *)a->qkv + (size_t)op->layer * c->max_tokens * qkv_n;
-            const int g = item % c->kv_heads, t = item / c->kv_heads;
+            const int g = pair % c->kv_heads, t = pair / c->kv_heads;
             if (a->prefill)
                 mkg_op_attention_prefill(c, op->layer, qkv, 64 * t, r1 - 64 * t, a->pos0, g,
                                          (__nv_bfloat16 *)a->k_cache, (__nv_bfloat16 *)a->v_cache,
                                          (__nv_bfloat16 *)a->attn, scratch, tid, MKG_MK_BAR);
             else
-                mkg_op_attention_decode(c, op->layer, qkv, t, t, __ldg(a->pos + t), g, (__nv_bfloat16 *)a->k_cache,
-                                        (__nv_bfloat16 *)a->v_cache, (__nv_bfloat16 *)a->attn, scratch, tid,
-                                        MKG_MK_BAR, (a->opts & MKG_MK_OPT_ATTN_PREFETCH) != 0,
-                                        a->timeline ? (volatile unsigned long long *)(scratch + MKG_MK_PHASE_AT)
-                                                    : nullptr,
-                                        (a->opts & MKG_MK_OPT_ROPE_EARLY) ? &rope : nullptr);
+                stored = mkg_op_attention_decode(
+                    c, op->layer, qkv, t, t, __ldg(a->pos + t), g, (__nv_bfloat16 *)a->k_cache,
+                    (__nv_bfloat16 *)a->v_cache, (__nv_bfloat16 *)a->attn, scratch, tid, MKG_MK_BAR,
+                    (a->opts & MKG_MK_OPT_ATTN_PREFETCH) != 0,
+                    a->timeline ? (volatile unsigned long long *)(scratch + MKG_MK_PHASE_AT) : nullptr,
+                    (a->opts & MKG_MK_OPT_ROPE_EARLY) ? &rope : nullptr, part,
+                    a->attn_ws + (size_t)pair * MKG_OP_DECODE_WS_FLOATS,
+                    a->attn_ctr + (size_t)op->layer * MKG_MK_ATTN_SPLIT_PAIRS + pair);
         }
     }
     // Every thread's stores (and flag reads) are done before the count and the next item.
-    mkg_bar_sync(MKG_MK_BAR, MKG_OP_THREADS);
-    if (tid == 0 && ok)
+    mkg_bar_sync_any(MKG_MK_BAR, MKG_OP_THREADS);
+    if (tid == 0 && ok && stored)
         mkg_dep_signal(a->counters + (size_t)task * a->rb_max, out_rb, elems);
 }
 
@@ -179,7 +189,7 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                     for (int u = mkg_mk_first(base); u < items; u += grid)
                         mkg_dispatch_produce<1>(p, s, m, u, &ring, &sm);
                 } else {
-                    items = mkg_mk_items(&op, &a.cfg, a.m, a.prefill);
+                    items = mkg_mk_items(&op, &a.cfg, a.m, a.prefill, a.attn_split);
                 }
                 base = (base + items) % grid;
             }
@@ -211,7 +221,7 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                     mkg_dispatch_consume_units<MKG_DTYPE_BF16>(p, s, m, mkg_mk_first(base), grid, items, &ring, &sm,
                                                                wg, on_unit);
             } else {
-                items = mkg_mk_items(&op, &a.cfg, a.m, a.prefill);
+                items = mkg_mk_items(&op, &a.cfg, a.m, a.prefill, a.attn_split);
                 for (int i = mkg_mk_first(base); i < items; i += grid) {
                     const uint64_t t0 = a.timeline ? mkg_globaltimer() : 0;
                     mkg_mk_run_item(&a, o, &op, i, scratch, tid);

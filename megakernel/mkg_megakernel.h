@@ -34,7 +34,8 @@ extern "C" {
 /* 16: was ld.global.cg cache reads in decode attention; measured neutral twice (mk-v9), removed */
 #define MKG_MK_OPT_B_EVICT_FIRST 32u /* GEMM weights with an L2 evict-first hint (MKG_DEPS_B_EVICT_FIRST) */
 #define MKG_MK_OPT_ROPE_EARLY 64u    /* decode attention: the RoPE cos / sin of pos before the wait */
-#define MKG_MK_OPT_DEFAULT 99u  /* 1 2 32 64; the L2 tail measured slower (bench/NOTES.md, mk-v7, mk-v9) */
+#define MKG_MK_OPT_ATTN_SPLIT 128u   /* decode attention of small steps in MKG_MK_ATTN_PARTS parts (mkg_mk_graph.h) */
+#define MKG_MK_OPT_DEFAULT 227u /* 1 2 32 64 128; the L2 tail measured slower (bench/NOTES.md, mk-v7, mk-v9) */
 
 /* Kernel arguments of one step (passed by value, __grid_constant__). */
 typedef struct mkg_mk_args {
@@ -58,6 +59,9 @@ typedef struct mkg_mk_args {
                                         decode attention's step ends x 3 (else 0), 0} */
     int timeline_cap;
     unsigned int opts;              /* MKG_MK_OPT_* bits */
+    int attn_split;                 /* decode attention parts per (token, KV head): 1 or mkg_mk_attn_split */
+    float *attn_ws;                 /* device: (MKG_MK_ATTN_SPLIT_PAIRS, MKG_MK_ATTN_WS_FLOATS) split partials */
+    unsigned int *attn_ctr;         /* device: (layers, MKG_MK_ATTN_SPLIT_PAIRS) parts finished, zeroed per step */
     int force_task;                 /* test hook: this non-GEMM task waits for force_extra more than exists */
     unsigned int force_extra;
 } mkg_mk_args;

@@ -22,7 +22,8 @@ struct mkg_mk {
     mkg_layer_desc *layers;
     mkg_layer_plan *plans;
     mkg_table *table;
-    unsigned int *counters;         /* (ops, rb_max) */
+    unsigned int *counters;         /* (ops, rb_max), then decode attention's (layers, MKG_MK_ATTN_SPLIT_PAIRS) */
+    float *attn_ws;                 /* (MKG_MK_ATTN_SPLIT_PAIRS, MKG_MK_ATTN_WS_FLOATS) */
     unsigned int *stall;            /* 4 words */
     void *qkv;                      /* (layers, max_tokens, qkv_n) */
     int *m_host;                    /* pinned: M of every table row */
@@ -35,6 +36,13 @@ struct mkg_mk {
     int force_task;
     unsigned int force_extra;
 };
+
+// The task counters and, after them, decode attention's split counters (one allocation, one
+// memset per step).
+static size_t mkg_mk_counter_bytes(const mkg_mk *mk)
+{
+    return ((size_t)mk->ops * mk->rb_max + (size_t)mk->cfg.layers * MKG_MK_ATTN_SPLIT_PAIRS) * sizeof(unsigned int);
+}
 
 static const char *const mkg_mk_gemm_names[MKG_MK_GEMMS_PER_LAYER] = {"qkv", "o+res", "gate_up+silu", "down+res"};
 
@@ -219,6 +227,7 @@ void mkg_mk_destroy(mkg_mk *mk)
     mkg_table_destroy(mk->table);
     cudaFree(mk->ops_d);
     cudaFree(mk->counters);
+    cudaFree(mk->attn_ws);
     cudaFree(mk->stall);
     cudaFree(mk->qkv);
     cudaFree(mk->timeline);
@@ -261,7 +270,9 @@ mkg_status mkg_mk_create(mkg_model *md, const mkg_layer_plan *plans, mkg_mk **ou
     mkg_status st = MKG_OK;
     const size_t qkv_bytes = (size_t)mk->cfg.layers * mk->cfg.max_tokens * mkg_model_qkv_n(&mk->cfg) * 2;
     if (!mk->ops_h || !mk->layers || !mk->plans ||
-        cudaMalloc((void **)&mk->counters, (size_t)mk->ops * mk->rb_max * 4) != cudaSuccess ||
+        cudaMalloc((void **)&mk->counters, mkg_mk_counter_bytes(mk)) != cudaSuccess ||
+        cudaMalloc((void **)&mk->attn_ws, (size_t)MKG_MK_ATTN_SPLIT_PAIRS * MKG_MK_ATTN_WS_FLOATS * sizeof(float)) !=
+            cudaSuccess ||
         cudaMalloc((void **)&mk->stall, 16) != cudaSuccess || cudaMalloc(&mk->qkv, qkv_bytes) != cudaSuccess ||
         cudaMalloc((void **)&mk->ops_d, (size_t)mk->ops * sizeof(mkg_mk_op)) != cudaSuccess ||
         cudaMallocHost((void **)&mk->m_host, (size_t)mk->rows * sizeof(int)) != cudaSuccess)
@@ -424,9 +435,12 @@ mkg_status mkg_mk_step(mkg_mk *mk, int m, int prefill, int pos0, int lm_head, cu
     a.timeline = mk->timeline;
     a.timeline_cap = mk->timeline_cap;
     a.opts = mk->opts;
+    a.attn_split = (mk->opts & MKG_MK_OPT_ATTN_SPLIT) ? mkg_mk_attn_split(c, m, prefill) : 1;
+    a.attn_ws = mk->attn_ws;
+    a.attn_ctr = mk->counters + (size_t)mk->ops * mk->rb_max;
     a.force_task = mk->force_task;
     a.force_extra = mk->force_extra;
-    if (cudaMemsetAsync(mk->counters, 0, (size_t)mk->ops * mk->rb_max * 4, s) != cudaSuccess ||
+    if (cudaMemsetAsync(mk->counters, 0, mkg_mk_counter_bytes(mk), s) != cudaSuccess ||
         cudaMemsetAsync(mk->stall, 0, 16, s) != cudaSuccess ||
         cudaMemsetAsync(a.dispatch_err, 0, 4, s) != cudaSuccess ||
         (mk->timeline &&

@@ -64,38 +64,58 @@ static MKG_HD int mkg_mk_row_blocks(int m)
 /* Fills ops[mkg_mk_op_count(c)] for model md (pointers into its buffers). */
 void mkg_mk_graph_build(const mkg_model_config *c, const mkg_model *md, mkg_mk_op *ops);
 
-/* Work items of a non-GEMM op at step size m (GEMMs: the dispatched schedule's units). */
-static MKG_HD int mkg_mk_items(const mkg_mk_op *op, const mkg_model_config *c, int m, int prefill)
+/* Decode attention: an item of (token, KV head) runs as MKG_MK_ATTN_PARTS items (one group of
+ * its key ranges each, mkg_op_attention_decode's part; the last to finish folds and stores)
+ * when the step has at most MKG_MK_ATTN_SPLIT_PAIRS (token, KV head) pairs, so a small batch's
+ * attention spreads over the GPU. The bits are the same either way. */
+#define MKG_MK_ATTN_PARTS 8
+#define MKG_MK_ATTN_SPLIT_PAIRS 32
+/* Workspace floats of one split (token, KV head): 8 groups x 4 heads x (64 o + m + l). */
+#define MKG_MK_ATTN_WS_FLOATS (MKG_MK_ATTN_PARTS * 4 * 66)
+
+/* Parts per (token, KV head) of a step of m tokens (1: no split). */
+static MKG_HD int mkg_mk_attn_split(const mkg_model_config *c, int m, int prefill)
+{
+    return !prefill && m * c->kv_heads <= MKG_MK_ATTN_SPLIT_PAIRS ? MKG_MK_ATTN_PARTS : 1;
+}
+
+/* Work items of a non-GEMM op at step size m (GEMMs: the dispatched schedule's units); split:
+ * decode attention's parts per (token, KV head), 1 or mkg_mk_attn_split. */
+static MKG_HD int mkg_mk_items(const mkg_mk_op *op, const mkg_model_config *c, int m, int prefill, int split)
 {
     if (op->kind == MKG_MK_NORM)
         return mkg_mk_row_blocks(m);
     if (op->kind == MKG_MK_ATTN)
-        return (prefill ? mkg_mk_row_blocks(m) : m) * c->kv_heads;
+        return (prefill ? mkg_mk_row_blocks(m) : m * split) * c->kv_heads;
     return 0;
 }
 
-/* Rows [*r0, *r1) of the input that attention item i reads, and the row block it writes. */
-static MKG_HD void mkg_mk_attn_rows(const mkg_model_config *c, int m, int prefill, int item, int *r0, int *r1,
-                                    int *out_rb)
+/* Rows [*r0, *r1) of the input that attention item i reads, and the row block it writes.
+ * Decode item i is part i % split of (token, KV head) = (i / split / KVH, i / split % KVH). */
+static MKG_HD void mkg_mk_attn_rows(const mkg_model_config *c, int m, int prefill, int split, int item, int *r0,
+                                    int *r1, int *out_rb)
 {
-    const int t = item / c->kv_heads;            /* token (decode) or 64-token block (prefill) */
     if (prefill) {
+        const int t = item / c->kv_heads;        /* 64-token block */
         *r0 = 0;                                 /* causal: keys of every earlier token of the step */
         *r1 = t * 64 + 64 < m ? t * 64 + 64 : m;
         *out_rb = t;
     } else {
+        const int t = item / split / c->kv_heads;
         *r0 = t;
         *r1 = t + 1;
         *out_rb = t / 64;
     }
 }
 
-/* Elements attention item i adds to its output row block. */
-static MKG_HD unsigned int mkg_mk_attn_elems(const mkg_model_config *c, int m, int prefill, int item)
+/* Elements attention item i adds to its output row block: a (token, KV head)'s G x 64, in
+ * equal shares over its parts (the device's last part signals all of them at once, after all
+ * parts finished: the same point at which the shares would complete the count). */
+static MKG_HD unsigned int mkg_mk_attn_elems(const mkg_model_config *c, int m, int prefill, int split, int item)
 {
-    const int t = item / c->kv_heads;
+    const int t = prefill ? item / c->kv_heads : item / split / c->kv_heads;
     const int rows = prefill ? (m - 64 * t < 64 ? m - 64 * t : 64) : 1;
-    return (unsigned int)(rows * (c->q_heads / c->kv_heads) * c->head_dim);
+    return (unsigned int)(rows * (c->q_heads / c->kv_heads) * c->head_dim / (prefill ? 1 : split));
 }
 
 /* Rows of row block rb in an m-row output. */

@@ -75,7 +75,7 @@ static __device__ __forceinline__ float mkg_norm_rs(float s, float *red, int war
 {
     if (lane == 0)
         red[warp] = s;
-    mkg_bar_sync(bar, MKG_OP_THREADS);
+    mkg_bar_sync_any(bar, MKG_OP_THREADS);
     float ss = red[0];
 #pragma unroll
     for (int w = 1; w < MKG_OP_THREADS / 32; ++w)
@@ -103,7 +103,7 @@ static __device__ __forceinline__ void mkg_op_rmsnorm_rows(const __nv_bfloat16 *
                                          warp, lane, h, eps, bar);
             if (tid < chunks)
                 ((uint4 *)(y + (size_t)(row0 + r) * h))[tid] = mkg_norm_scale8(xv, gv, rs);
-            mkg_bar_sync(bar, MKG_OP_THREADS);          // red is reused by the next row
+            mkg_bar_sync_any(bar, MKG_OP_THREADS);          // red is reused by the next row
         }
     } else if (rows < 8) {
         for (int r = 0; r < rows; ++r) {
@@ -111,7 +111,7 @@ static __device__ __forceinline__ void mkg_op_rmsnorm_rows(const __nv_bfloat16 *
             const float rs = mkg_norm_rs(mkg_norm_butterfly(mkg_norm_partial(xr, chunks, tid)), red, warp, lane, h,
                                          eps, bar);
             mkg_norm_scale(xr, gw, (uint4 *)(y + (size_t)(row0 + r) * h), chunks, tid, MKG_OP_THREADS, rs);
-            mkg_bar_sync(bar, MKG_OP_THREADS);          // red is reused by the next row
+            mkg_bar_sync_any(bar, MKG_OP_THREADS);          // red is reused by the next row
         }
     } else {
         for (int r = warp; r < rows; r += MKG_OP_THREADS / 32) {
@@ -125,7 +125,7 @@ static __device__ __forceinline__ void mkg_op_rmsnorm_rows(const __nv_bfloat16 *
             const float rs = rsqrtf(ss / (float)h + eps);
             mkg_norm_scale(xr, gw, (uint4 *)(y + (size_t)(row0 + r) * h), chunks, lane, 32, rs);
         }
-        mkg_bar_sync(bar, MKG_OP_THREADS);
+        mkg_bar_sync_any(bar, MKG_OP_THREADS);
     }
 }
 

@@ -4,7 +4,7 @@
  * (mkg_reference_model.cu) wraps each in a plain kernel, so both run the same code.
  *
  * Group contract: all 256 threads call an op with their tid (0..255, tid % 32 = lane) and the
- * group's named barrier; ops sync only through mkg_bar_sync(bar, 256) and end with one, so on
+ * group's named barrier; ops sync only through mkg_bar_sync_any(bar, 256) and end with one, so on
  * return the group's global writes are issued and scratch (<= 32 KB) is free. Activations
  * (x, qkv) are read bypassing L1 (other SMs write them in the same launch). bf16 storage,
  * FP32 math, fixed reduction orders.
@@ -25,7 +25,7 @@
 #define MKG_OP_LOG2E 1.4426950408889634f
 
 /* Scratch of each op (bytes); rmsnorm needs none. */
-#define MKG_OP_DECODE_SCRATCH_BYTES 9728   /* q 1 KB + current k, v 256 B + 8 warp partials 8.5 KB */
+#define MKG_OP_DECODE_SCRATCH_BYTES 9744   /* q 1 KB + current k, v 256 B + 8 warp partials 8.5 KB + flag */
 #define MKG_OP_PREFILL_SCRATCH_BYTES 24704 /* q table 16 KB / two bf16 K, V tiles 16 KB, frequencies */
 
 static_assert(MKG_OP_DECODE_SCRATCH_BYTES <= 32768, "decode scratch over 32 KB");
@@ -303,21 +303,71 @@ static __device__ __forceinline__ void mkg_op_decode_block(const mkg_op_kv16 *b,
     }
 }
 
+// ---- decode attention's canonical split --------------------------------------------------
+//
+// The nb = ceil((pos + 1) / 16) key blocks of one (token, KV head) are cut into
+// MKG_OP_DECODE_RANGES contiguous ranges, range v = blocks [v nb / 64, (v + 1) nb / 64), and the
+// ranges into MKG_OP_DECODE_GROUPS groups of 8 (group g = ranges 8 g .. 8 g + 7 = blocks
+// [g nb / 8, (g + 1) nb / 8)). A range is one warp's online softmax over its blocks, from
+// (m, l, o) = (-1e30, 0, 0). The result is a fold of folds: each group folds its non-empty ranges
+// in order, then the non-empty groups are folded in order, both starting from (-1e30, 0, 0), and
+// out = o / l. Every fold is mkg_op_fold, so the bits depend on the inputs and pos only, never on
+// which CTA or warp ran a range: one CTA may run a whole item (part -1: warp w runs group w's
+// ranges one after another) or 8 CTAs one group each (part = the group: warp w runs range
+// 8 part + w), and both give the same bits (Megakernel.LogitsAreBatchInvariant: batch 1 splits,
+// batch 8 does not).
+#define MKG_OP_DECODE_GROUPS 8
+#define MKG_OP_DECODE_RANGES (MKG_OP_DECODE_GROUPS * 8)
+/* Workspace of one split item (floats): o (groups, 4 heads, 64), then m (groups, 4), l (groups, 4). */
+#define MKG_OP_DECODE_WS_FLOATS (MKG_OP_DECODE_GROUPS * MKG_OP_MAX_GROUP * (MKG_OP_HEAD_DIM + 2))
+
+// Blocks [*b0, *b1) of warp `warp`: group `warp` (part < 0) or range 8 part + warp.
+static __device__ __forceinline__ void mkg_op_decode_span(int nb, int part, int warp, int *b0, int *b1)
+{
+    if (part < 0) {
+        *b0 = (warp * nb) / MKG_OP_DECODE_GROUPS;
+        *b1 = ((warp + 1) * nb) / MKG_OP_DECODE_GROUPS;
+    } else {
+        const int v = 8 * part + warp;
+        *b0 = (v * nb) / MKG_OP_DECODE_RANGES;
+        *b1 = ((v + 1) * nb) / MKG_OP_DECODE_RANGES;
+    }
+}
+
+// Folds the partial (m, l) into the running (*M, *L) and returns the weights of the running and
+// the new o (o' = mkg_op_fold_o(o, a, o_new, b)). Rounding pinned (fmaf, __fmul_rn, ex2.approx):
+// every fold of the op runs this code, in registers or from memory.
+static __device__ __forceinline__ void mkg_op_fold(float *M, float *L, float m, float l, float *a, float *b)
+{
+    const float mn = fmaxf(*M, m);
+    *a = mkg_op_ex2(*M - mn);
+    *b = mkg_op_ex2(m - mn);
+    *L = fmaf(*L, *a, __fmul_rn(l, *b));
+    *M = mn;
+}
+
+static __device__ __forceinline__ float mkg_op_fold_o(float o, float a, float o_new, float b)
+{
+    return fmaf(o, a, __fmul_rn(o_new, b));
+}
+
 // Step 0 of mkg_op_attention_decode, callable on its own (before the item's input is
 // ready: the cache rows < pos were written by earlier launches): thread tid's warp asks for
-// its blocks' cache rows to be brought into L2, lane l taking blocks blk0 + l, blk0 + l + 32, ...
-// (2 KB of k and of v each).
+// its blocks' cache rows (mkg_op_decode_span of part) to be brought into L2, lane l taking blocks
+// b0 + l, b0 + l + 32, ... (2 KB of k and of v each).
 // NOTE: a hint, not loads into registers: registers live across the RoPE code (its trig
 // slow path) made ptxas spill them inside the megakernel's item function.
 static __device__ __forceinline__ void mkg_op_attention_decode_prefetch(const mkg_model_config *cfg, int layer,
                                                                         int seq, int pos, int g,
                                                                         const __nv_bfloat16 *k_cache,
-                                                                        const __nv_bfloat16 *v_cache, int tid)
+                                                                        const __nv_bfloat16 *v_cache, int tid,
+                                                                        int part = -1)
 {
     const size_t cbase = mkg_op_cache_base(cfg, layer, seq, g);
     const int warp = tid >> 5, lane = tid & 31;
     const int nb = (pos + 16) >> 4;
-    const int blk0 = (warp * nb) >> 3, blk1 = ((warp + 1) * nb) >> 3;
+    int blk0, blk1;
+    mkg_op_decode_span(nb, part, warp, &blk0, &blk1);
     for (int b = blk0 + lane; b < blk1; b += 32) {
         const int rows = min(16, pos - 16 * b);   // rows 16 b .. pos - 1 of this block
         if (rows > 0) {
@@ -325,6 +375,44 @@ static __device__ __forceinline__ void mkg_op_attention_decode_prefetch(const mk
             mkg_op_prefetch_l2(v_cache + cbase + (size_t)b * 16 * 64, (uint32_t)rows * 128u);
         }
     }
+}
+
+// A range's partial completed in place: l summed over gid (xor 4, 8, 16), O = bf16 part +
+// remainder part (xor 2, bit-identical in both lanes).
+static __device__ __forceinline__ void mkg_op_decode_complete(float acc[4][4], float l[2])
+{
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+        l[j] += __shfl_xor_sync(0xFFFFFFFFu, l[j], 4);
+        l[j] += __shfl_xor_sync(0xFFFFFFFFu, l[j], 8);
+        l[j] += __shfl_xor_sync(0xFFFFFFFFu, l[j], 16);
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+            acc[i][e] += __shfl_xor_sync(0xFFFFFFFFu, acc[i][e], 2);
+}
+
+// The last fold (over groups) and the store, by thread (h = tid / 64, d = tid % 64), h < G:
+// group partials at o[(grp 4 + h) 64 + d], m[grp 4 + h], l[grp 4 + h] (shared memory, or the
+// workspace: CG = true reads bypass L1, written by other CTAs in this launch).
+template <bool CG>
+static __device__ __forceinline__ void mkg_op_decode_final(const float *o, const float *m, const float *l, int nb,
+                                                           int h, int d, __nv_bfloat16 *dst)
+{
+    float M = -1e30f, L = 0.0f, O = 0.0f;
+    for (int grp = 0; grp < MKG_OP_DECODE_GROUPS; ++grp) {
+        if ((grp * nb) / MKG_OP_DECODE_GROUPS == ((grp + 1) * nb) / MKG_OP_DECODE_GROUPS)
+            continue;                                         // an empty group
+        const int i = grp * MKG_OP_MAX_GROUP + h;
+        const float gm = CG ? __ldcg(m + i) : m[i], gl = CG ? __ldcg(l + i) : l[i];
+        const float go = CG ? __ldcg(o + i * MKG_OP_HEAD_DIM + d) : o[i * MKG_OP_HEAD_DIM + d];
+        float a, b;
+        mkg_op_fold(&M, &L, gm, gl, &a, &b);
+        O = mkg_op_fold_o(O, a, go, b);
+    }
+    *dst = __float2bfloat16_rn(O * (1.0f / L));
 }
 
 // One token (row tok of qkv and attn) of sequence seq at position pos, KV head g and its
@@ -337,20 +425,23 @@ static __device__ __forceinline__ void mkg_op_attention_decode_prefetch(const mk
 // attn = softmax(q k^T / 8) v over positions 0 .. pos; key pos is this op's own k and v (from
 // scratch), keys < pos come from the cache (written by earlier launches, __ldg).
 //
-// Work split: blocks of 16 positions (nb = ceil((pos + 1) / 16)); warp w takes the contiguous
-// blocks [w nb / 8, (w + 1) nb / 8). Before the q / k rotation every warp asks for its cache
-// rows to be prefetched into L2 (bulk prefetch: no registers; prefetched = true: the caller
-// did it already, mkg_op_attention_decode_prefetch, e.g. before the qkv row was ready; phase:
-// thread 0 stamps the ends of steps 1, 4 and 5 there, for a timeline; rope_cs: this thread's RoPE cos / sin of pos,
-// computed by the caller, e.g. before the wait), so HBM
-// latency overlaps the prologue and the whole range streams at once; the warp then keeps MKG_OP_DECODE_DEPTH blocks
-// in flight in registers (a ring: a block's registers are reloaded with block + DEPTH once
-// consumed; mostly L2 hits by then). Per block, tensor cores (mma.sync bf16, FP32
-// accumulation) compute the scores of 16 positions x 4 heads and add P V into the warp's O^T
-// (64 dims x 4 heads); q and p enter as bf16 plus a bf16 remainder (the 4 spare columns of the
-// n = 8 operand), so they carry ~16 significant bits (FP32 math otherwise). Online softmax per
-// warp in the log2 domain; then the 8 warp partials (m, l, o) merge in warp order. No atomics:
-// the result depends on the inputs and pos only.
+// Work split: see "decode attention's canonical split" above. part -1: this CTA runs the whole
+// item; part 0..7: group `part` only, into ws (MKG_OP_DECODE_WS_FLOATS, this item's), and the
+// last of the item's 8 CTAs to arrive on *ctr (zero before the step; a counter per item and
+// layer) folds the groups and stores attn. Every part rotates q and k (part <= 0 writes the
+// cache row). Returns true where this call stored attn (the same on every thread).
+// Before the q / k rotation every warp asks for its cache rows to be prefetched into L2 (bulk
+// prefetch: no registers; prefetched = true: the caller did it already,
+// mkg_op_attention_decode_prefetch, e.g. before the qkv row was ready; phase: thread 0 stamps
+// the ends of steps 1, 4 and 5 there, for a timeline; rope_cs: this thread's RoPE cos / sin of
+// pos, computed by the caller, e.g. before the wait), so HBM latency overlaps the prologue and
+// the whole range streams at once; the warp then keeps MKG_OP_DECODE_DEPTH blocks in flight in
+// registers (a ring: a block's registers are reloaded with block + DEPTH once consumed; mostly
+// L2 hits by then). Per block, tensor cores (mma.sync bf16, FP32 accumulation) compute the
+// scores of 16 positions x 4 heads and add P V into the warp's O^T (64 dims x 4 heads); q and p
+// enter as bf16 plus a bf16 remainder (the 4 spare columns of the n = 8 operand), so they carry
+// ~16 significant bits (FP32 math otherwise). Online softmax per range in the log2 domain. No
+// value is combined by a racing atomic: the counter only elects the CTA that folds.
 //
 // Scratch (MKG_OP_DECODE_SCRATCH_BYTES):
 //   [0, 1024)     q    (4, 64) FP32, rotated, times 0.125 log2(e)
@@ -359,14 +450,16 @@ static __device__ __forceinline__ void mkg_op_attention_decode_prefetch(const mk
 //   [1280, 1408)  m    (8 warps, 4) FP32 running max (log2 domain)
 //   [1408, 1536)  l    (8, 4) FP32 softmax denominators
 //   [1536, 9728)  o    (8, 4, 64) FP32 unnormalised outputs
-static __device__ __forceinline__ void mkg_op_attention_decode(const mkg_model_config *cfg, int layer,
+//   [9728, 9732)  the "last to arrive" flag (split parts)
+static __device__ __forceinline__ bool mkg_op_attention_decode(const mkg_model_config *cfg, int layer,
                                                                const __nv_bfloat16 *qkv, int tok, int seq, int pos,
                                                                int g, __nv_bfloat16 *k_cache,
                                                                __nv_bfloat16 *v_cache, __nv_bfloat16 *attn,
                                                                unsigned char *scratch, int tid, int bar,
                                                                bool prefetched = false,
                                                                volatile unsigned long long *phase = nullptr,
-                                                               const float2 *rope_cs = nullptr)
+                                                               const float2 *rope_cs = nullptr, int part = -1,
+                                                               float *ws = nullptr, unsigned int *ctr = nullptr)
 {
     const int G = cfg->q_heads / cfg->kv_heads;
     const int qkv_n = (cfg->q_heads + 2 * cfg->kv_heads) * MKG_OP_HEAD_DIM;
@@ -377,6 +470,7 @@ static __device__ __forceinline__ void mkg_op_attention_decode(const mkg_model_c
     float *s_m = (float *)(scratch + 1280);
     float *s_l = (float *)(scratch + 1408);
     float *s_o = (float *)(scratch + 1536);
+    volatile unsigned int *s_last = (volatile unsigned int *)(scratch + 9728);
     const __nv_bfloat16 *row = qkv + (size_t)tok * qkv_n;
     const size_t cbase = mkg_op_cache_base(cfg, layer, seq, g);
 
@@ -384,13 +478,15 @@ static __device__ __forceinline__ void mkg_op_attention_decode(const mkg_model_c
     // already, before the item's input was ready).
     const int warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
     const int nb = (pos + 16) >> 4;
-    const int blk0 = (warp * nb) >> 3, blk1 = ((warp + 1) * nb) >> 3;
+    int blk0, blk1;
+    mkg_op_decode_span(nb, part, warp, &blk0, &blk1);
     if (!prefetched)
-        mkg_op_attention_decode_prefetch(cfg, layer, seq, pos, g, k_cache, v_cache, tid);
+        mkg_op_attention_decode_prefetch(cfg, layer, seq, pos, g, k_cache, v_cache, tid, part);
 
     // ---- 1. rotate q (G heads) and k, copy v. Thread tid < 32 (G + 1) rotates pair i = tid % 32
     // of q head h = tid / 32, or of k when h == G (one copy of the trig code for both); the next
-    // 32 threads copy v.
+    // 32 threads copy v. Part <= 0 appends them to the cache.
+    const bool append = part <= 0;
     if (tid < G * 32 + 32) {
         const int h = tid >> 5, i = tid & 31;
         const __nv_bfloat16 *src = row + (h < G ? g * G + h : cfg->q_heads + g) * MKG_OP_HEAD_DIM;
@@ -409,8 +505,10 @@ static __device__ __forceinline__ void mkg_op_attention_decode(const mkg_model_c
             const __nv_bfloat16 k0 = __float2bfloat16_rn(o0), k1 = __float2bfloat16_rn(o1);
             s_k[i] = k0;
             s_k[i + 32] = k1;
-            k_cache[cbase + (size_t)pos * 64 + i] = k0;
-            k_cache[cbase + (size_t)pos * 64 + i + 32] = k1;
+            if (append) {
+                k_cache[cbase + (size_t)pos * 64 + i] = k0;
+                k_cache[cbase + (size_t)pos * 64 + i + 32] = k1;
+            }
         }
     } else if (tid < G * 32 + 64) {
         const int i = tid - G * 32 - 32;
@@ -418,10 +516,12 @@ static __device__ __forceinline__ void mkg_op_attention_decode(const mkg_model_c
         const __nv_bfloat16 v0 = __ldcg(src + i), v1 = __ldcg(src + i + 32);
         s_v[i] = v0;
         s_v[i + 32] = v1;
-        v_cache[cbase + (size_t)pos * 64 + i] = v0;
-        v_cache[cbase + (size_t)pos * 64 + i + 32] = v1;
+        if (append) {
+            v_cache[cbase + (size_t)pos * 64 + i] = v0;
+            v_cache[cbase + (size_t)pos * 64 + i + 32] = v1;
+        }
     }
-    mkg_bar_sync(bar, MKG_OP_THREADS);
+    mkg_bar_sync_any(bar, MKG_OP_THREADS);
     if (phase && tid == 0)
         phase[0] = mkg_globaltimer();
 
@@ -455,10 +555,24 @@ static __device__ __forceinline__ void mkg_op_attention_decode(const mkg_model_c
     }
 
     // ---- 3. the warp's blocks in order through a ring of DEPTH register buffers: buffer d is
-    // reloaded with block + DEPTH once block is consumed (uniform trip count per warp).
+    // reloaded with block + DEPTH once block is consumed (uniform trip count per warp). At the
+    // end of each range (part < 0: the group's 8 ranges; else the warp's one range) the range's
+    // partial is completed (l summed over gid: xor 4, 8, 16; O = bf16 part + remainder part: xor
+    // 2, bit-identical in both lanes) and, part < 0, folded into the warp's slot of the partials
+    // (lanes tig < 2 hold heads 2 tig, 2 tig + 1; warp-private, so __syncwarp orders it).
     const uint4 *s_k4 = (const uint4 *)s_k, *s_v4 = (const uint4 *)s_v;
     const uint4 *kl = (const uint4 *)(k_cache + cbase) + 8 * gid + tig;
     const uint4 *vl = (const uint4 *)(v_cache + cbase) + 16 * tig + gid;
+    const int wi = warp * MKG_OP_MAX_GROUP + 2 * tig;        // slot index of head 2 tig (+ j)
+    float *w_o = s_o + wi * 64 + 8 * gid;                      // head 2 tig + j at w_o + 64 j
+    // The next range end after block b (part < 0; the warp's group is ranges 8 warp .. 8 warp + 7).
+    int r = 0, r_end = blk1;
+    if (part < 0) {
+        while (r < 7 && ((8 * warp + r + 1) * nb) / MKG_OP_DECODE_RANGES <= blk0)
+            ++r;
+        r_end = ((8 * warp + r + 1) * nb) / MKG_OP_DECODE_RANGES;
+    }
+    bool folded = false;
     mkg_op_kv16 buf[MKG_OP_DECODE_DEPTH];
 #pragma unroll
     for (int d = 0; d < MKG_OP_DECODE_DEPTH; ++d)
@@ -469,58 +583,117 @@ static __device__ __forceinline__ void mkg_op_attention_decode(const mkg_model_c
             if (b0 + d < blk1) {
                 mkg_op_decode_block(&buf[d], b0 + d, pos, qb, acc, m, l, gid, tig);
                 mkg_op_decode_load(&buf[d], kl, vl, b0 + d + MKG_OP_DECODE_DEPTH, blk1, pos, s_k4, s_v4, gid, tig);
+                if (part < 0 && b0 + d + 1 == r_end) {      // warp-uniform: range 8 warp + r ends
+                    mkg_op_decode_complete(acc, l);
+                    if (tig < 2) {
+#pragma unroll
+                        for (int j = 0; j < 2; ++j) {
+                            float M = folded ? s_m[wi + j] : -1e30f, L = folded ? s_l[wi + j] : 0.0f, a, bw;
+                            mkg_op_fold(&M, &L, m[j], l[j], &a, &bw);
+#pragma unroll
+                            for (int i = 0; i < 4; ++i) {
+                                const float2 o = folded ? *(const float2 *)(w_o + 64 * j + 2 * i) : make_float2(0.0f, 0.0f);
+                                *(float2 *)(w_o + 64 * j + 2 * i) = make_float2(mkg_op_fold_o(o.x, a, acc[i][j], bw),
+                                                                          mkg_op_fold_o(o.y, a, acc[i][j + 2], bw));
+                            }
+                            __syncwarp(0x33333333u);             // lanes tig < 2: every read of m, l done
+                            if (gid == 0) {
+                                s_m[wi + j] = M;
+                                s_l[wi + j] = L;
+                            }
+                            __syncwarp(0x33333333u);
+                        }
+                    }
+                    __syncwarp();
+                    folded = true;
+#pragma unroll
+                    for (int i = 0; i < 4; ++i)
+#pragma unroll
+                        for (int e = 0; e < 4; ++e)
+                            acc[i][e] = 0.0f;
+                    m[0] = m[1] = -1e30f;
+                    l[0] = l[1] = 0.0f;
+                    do
+                        ++r;
+                    while (r < 7 && ((8 * warp + r + 1) * nb) / MKG_OP_DECODE_RANGES <= b0 + d + 1);
+                    r_end = ((8 * warp + r + 1) * nb) / MKG_OP_DECODE_RANGES;
+                }
             }
         }
     }
 
-    // ---- 4. warp partials: l summed over gid (xor 4, 8, 16); O = bf16 part + remainder part
-    // (xor 2, bit-identical in both lanes); lanes tig < 2 hold heads 2 tig, 2 tig + 1.
+    // ---- 4. the warp's partial into its slot: part >= 0, its one range (an empty range writes
+    // (-1e30, 0, 0), skipped by the folds); part < 0, the group was folded there (an empty group
+    // is skipped by the final fold, so its slot is never read).
+    if (part >= 0) {
+        mkg_op_decode_complete(acc, l);
+        if (tig < 2) {
 #pragma unroll
-    for (int j = 0; j < 2; ++j) {
-        l[j] += __shfl_xor_sync(0xFFFFFFFFu, l[j], 4);
-        l[j] += __shfl_xor_sync(0xFFFFFFFFu, l[j], 8);
-        l[j] += __shfl_xor_sync(0xFFFFFFFFu, l[j], 16);
-    }
+            for (int j = 0; j < 2; ++j) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-            acc[i][e] += __shfl_xor_sync(0xFFFFFFFFu, acc[i][e], 2);
-    if (tig < 2) {
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-            float *dst = s_o + (warp * MKG_OP_MAX_GROUP + 2 * tig + j) * 64 + 8 * gid;
-#pragma unroll
-            for (int i = 0; i < 4; ++i)
-                *(float2 *)(dst + 2 * i) = make_float2(acc[i][j], acc[i][j + 2]);
-            if (gid == 0) {
-                s_m[warp * MKG_OP_MAX_GROUP + 2 * tig + j] = m[j];
-                s_l[warp * MKG_OP_MAX_GROUP + 2 * tig + j] = l[j];
+                for (int i = 0; i < 4; ++i)
+                    *(float2 *)(w_o + 64 * j + 2 * i) = make_float2(acc[i][j], acc[i][j + 2]);
+                if (gid == 0) {
+                    s_m[wi + j] = m[j];
+                    s_l[wi + j] = l[j];
+                }
             }
         }
     }
-    mkg_bar_sync(bar, MKG_OP_THREADS);
+    mkg_bar_sync_any(bar, MKG_OP_THREADS);
     if (phase && tid == 0)
         phase[1] = mkg_globaltimer();
 
-    // ---- 5. merge the 8 warp partials in warp order: thread (h = tid / 64, d = tid % 64).
+    // ---- 5. thread (h = tid / 64, d = tid % 64): part < 0, the final fold over the 8 group
+    // slots and the store; part >= 0, the fold over the group's 8 ranges into ws, then the last
+    // CTA of the item to arrive folds the 8 groups from ws and stores.
     const int h = tid >> 6, d = tid & 63;
-    if (h < G) {
-        float M = s_m[h];
-        for (int w = 1; w < MKG_OP_THREADS / 32; ++w)
-            M = fmaxf(M, s_m[w * MKG_OP_MAX_GROUP + h]);
-        float L = 0.0f, O = 0.0f;
-        for (int w = 0; w < MKG_OP_THREADS / 32; ++w) {
-            const float e = exp2f(s_m[w * MKG_OP_MAX_GROUP + h] - M);
-            L = fmaf(s_l[w * MKG_OP_MAX_GROUP + h], e, L);
-            O = fmaf(s_o[(w * MKG_OP_MAX_GROUP + h) * 64 + d], e, O);
-        }
-        attn[(size_t)tok * cfg->q_heads * MKG_OP_HEAD_DIM + (g * G + h) * MKG_OP_HEAD_DIM + d] =
-            __float2bfloat16_rn(O * (1.0f / L));
+    __nv_bfloat16 *dst = attn + (size_t)tok * cfg->q_heads * MKG_OP_HEAD_DIM + (g * G + h) * MKG_OP_HEAD_DIM + d;
+    if (part < 0) {
+        if (h < G)
+            mkg_op_decode_final<false>(s_o, s_m, s_l, nb, h, d, dst);
+        mkg_bar_sync_any(bar, MKG_OP_THREADS);
+        if (phase && tid == 0)
+            phase[2] = mkg_globaltimer();
+        return true;
     }
-    mkg_bar_sync(bar, MKG_OP_THREADS);
+    float *ws_o = ws, *ws_m = ws + MKG_OP_DECODE_GROUPS * MKG_OP_MAX_GROUP * MKG_OP_HEAD_DIM;
+    float *ws_l = ws_m + MKG_OP_DECODE_GROUPS * MKG_OP_MAX_GROUP;
+    if (h < G) {
+        float M = -1e30f, L = 0.0f, O = 0.0f;
+        for (int w = 0; w < MKG_OP_THREADS / 32; ++w) {
+            const int v = 8 * part + w;
+            if ((v * nb) / MKG_OP_DECODE_RANGES == ((v + 1) * nb) / MKG_OP_DECODE_RANGES)
+                continue;                                     // an empty range
+            const int i = w * MKG_OP_MAX_GROUP + h;
+            float a, b;
+            mkg_op_fold(&M, &L, s_m[i], s_l[i], &a, &b);
+            O = mkg_op_fold_o(O, a, s_o[i * MKG_OP_HEAD_DIM + d], b);
+        }
+        const int i = part * MKG_OP_MAX_GROUP + h;
+        __stcg(ws_o + i * MKG_OP_HEAD_DIM + d, O);
+        if (d == 0) {
+            __stcg(ws_m + i, M);
+            __stcg(ws_l + i, L);
+        }
+    }
+    // Release: each thread's workspace stores before the CTA's arrival; the last to arrive
+    // acquires every part's stores before it reads them (__ldcg: not from this SM's L1).
+    __threadfence();
+    mkg_bar_sync_any(bar, MKG_OP_THREADS);
+    if (tid == 0)
+        *s_last = atomicAdd(ctr, 1u) == MKG_OP_DECODE_GROUPS - 1 ? 1u : 0u;
+    mkg_bar_sync_any(bar, MKG_OP_THREADS);
+    const bool last = *s_last != 0u;
+    if (last) {
+        __threadfence();
+        if (h < G)
+            mkg_op_decode_final<true>(ws_o, ws_m, ws_l, nb, h, d, dst);
+    }
+    mkg_bar_sync_any(bar, MKG_OP_THREADS);
     if (phase && tid == 0)
         phase[2] = mkg_globaltimer();
+    return last;
 }
 
 // ---- cp.async (PTX ISA: data movement, cp.async) -----------------------------------------
@@ -695,7 +868,7 @@ static __device__ __forceinline__ void mkg_op_attention_prefill(const mkg_model_
         mkg_op_rope_cs(pos0 + t0 + (e & 63), e >> 6, theta, &c, &s);
         s_cs[e] = make_float2(c, s);
     }
-    mkg_bar_sync(bar, MKG_OP_THREADS);
+    mkg_bar_sync_any(bar, MKG_OP_THREADS);
 
     // ---- Q fragments (A operand, rows rb + 16 mt + gid + 8 h): k-step s, register h + 2 e holds
     // dims 16 s + 8 e + 2 tig, + 1. Dim d (s < 2) and d + 32 (s + 2) are one RoPE pair.
@@ -753,9 +926,9 @@ static __device__ __forceinline__ void mkg_op_attention_prefill(const mkg_model_
         const int tile0 = T * MKG_OP_PREFILL_KEYS;
         unsigned char *tile = scratch + ((T & 1) ? MKG_OP_PREFILL_BUF1 : MKG_OP_PREFILL_BUF0);
         mkg_cp_async_wait_all();
-        mkg_bar_sync(bar, MKG_OP_THREADS);   // tile T landed; tile T - 1 (or the q table) consumed
+        mkg_bar_sync_any(bar, MKG_OP_THREADS);   // tile T landed; tile T - 1 (or the q table) consumed
         mkg_op_prefill_convert(tile, s_freq, kc, vc, T, pos0, t0, n_keys, tid);
-        mkg_bar_sync(bar, MKG_OP_THREADS);   // tile T rotated
+        mkg_bar_sync_any(bar, MKG_OP_THREADS);   // tile T rotated
         if (T + 1 < ntiles)
             mkg_op_prefill_stage(scratch + ((T & 1) ? MKG_OP_PREFILL_BUF0 : MKG_OP_PREFILL_BUF1), kc, vc, qkv_k,
                                  qkv_v, qkv_n, T + 1, pos0, n_keys, tid);
@@ -874,7 +1047,7 @@ static __device__ __forceinline__ void mkg_op_attention_prefill(const mkg_model_
                 }
             }
     }
-    mkg_bar_sync(bar, MKG_OP_THREADS);
+    mkg_bar_sync_any(bar, MKG_OP_THREADS);
 }
 
 #endif /* MKG_MK_OPS_CUH */

@@ -80,7 +80,8 @@ std::vector<std::vector<item>> enumerate(const mkg_model_config &c, const std::v
                 all[t].push_back(it);
             }
         } else {
-            const int items = mkg_mk_items(&op, &c, m, prefill);
+            const int split = mkg_mk_attn_split(&c, m, prefill);
+            const int items = mkg_mk_items(&op, &c, m, prefill, split);
             for (int i = 0; i < items; ++i) {
                 item it{(int)t, i, 0, 0, {}, {}};
                 int out_rb;
@@ -91,9 +92,9 @@ std::vector<std::vector<item>> enumerate(const mkg_model_config &c, const std::v
                     it.writes.push_back({out_rb, (unsigned)((it.r1 - it.r0) * op.out_cols)});
                     it.write_rows.push_back({it.r0, it.r1});
                 } else {
-                    mkg_mk_attn_rows(&c, m, prefill, i, &it.r0, &it.r1, &out_rb);
-                    it.writes.push_back({out_rb, mkg_mk_attn_elems(&c, m, prefill, i)});
-                    const int w0 = prefill ? 64 * (i / c.kv_heads) : i / c.kv_heads;
+                    mkg_mk_attn_rows(&c, m, prefill, split, i, &it.r0, &it.r1, &out_rb);
+                    it.writes.push_back({out_rb, mkg_mk_attn_elems(&c, m, prefill, split, i)});
+                    const int w0 = prefill ? 64 * (i / c.kv_heads) : i / split / c.kv_heads;
                     const int w1 = prefill ? std::min(m, w0 + 64) : w0 + 1;
                     it.write_rows.push_back({w0, w1});
                 }
