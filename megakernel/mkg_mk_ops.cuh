@@ -558,8 +558,8 @@ static __device__ __forceinline__ bool mkg_op_attention_decode(const mkg_model_c
     // reloaded with block + DEPTH once block is consumed (uniform trip count per warp). At the
     // end of each range (part < 0: the group's 8 ranges; else the warp's one range) the range's
     // partial is completed (l summed over gid: xor 4, 8, 16; O = bf16 part + remainder part: xor
-    // 2, bit-identical in both lanes) and, part < 0, folded into the warp's slot of the partials
-    // (lanes tig < 2 hold heads 2 tig, 2 tig + 1; warp-private, so __syncwarp orders it).
+    // 2, bit-identical in both lanes) and, part < 0, folded into the group's running fold (go,
+    // gm, gl: lanes tig < 2 hold heads 2 tig, 2 tig + 1; the others the same values).
     const uint4 *s_k4 = (const uint4 *)s_k, *s_v4 = (const uint4 *)s_v;
     const uint4 *kl = (const uint4 *)(k_cache + cbase) + 8 * gid + tig;
     const uint4 *vl = (const uint4 *)(v_cache + cbase) + 16 * tig + gid;
@@ -572,7 +572,13 @@ static __device__ __forceinline__ bool mkg_op_attention_decode(const mkg_model_c
             ++r;
         r_end = ((8 * warp + r + 1) * nb) / MKG_OP_DECODE_RANGES;
     }
-    bool folded = false;
+    // part < 0: the group's running fold, in registers (every lane; lanes tig, tig ^ 2 alike).
+    float go[4][4], gm[2] = {-1e30f, -1e30f}, gl[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+            go[i][e] = 0.0f;
     mkg_op_kv16 buf[MKG_OP_DECODE_DEPTH];
 #pragma unroll
     for (int d = 0; d < MKG_OP_DECODE_DEPTH; ++d)
@@ -585,27 +591,16 @@ static __device__ __forceinline__ bool mkg_op_attention_decode(const mkg_model_c
                 mkg_op_decode_load(&buf[d], kl, vl, b0 + d + MKG_OP_DECODE_DEPTH, blk1, pos, s_k4, s_v4, gid, tig);
                 if (part < 0 && b0 + d + 1 == r_end) {      // warp-uniform: range 8 warp + r ends
                     mkg_op_decode_complete(acc, l);
-                    if (tig < 2) {
 #pragma unroll
-                        for (int j = 0; j < 2; ++j) {
-                            float M = folded ? s_m[wi + j] : -1e30f, L = folded ? s_l[wi + j] : 0.0f, a, bw;
-                            mkg_op_fold(&M, &L, m[j], l[j], &a, &bw);
+                    for (int j = 0; j < 2; ++j) {
+                        float wa, wb;
+                        mkg_op_fold(&gm[j], &gl[j], m[j], l[j], &wa, &wb);
 #pragma unroll
-                            for (int i = 0; i < 4; ++i) {
-                                const float2 o = folded ? *(const float2 *)(w_o + 64 * j + 2 * i) : make_float2(0.0f, 0.0f);
-                                *(float2 *)(w_o + 64 * j + 2 * i) = make_float2(mkg_op_fold_o(o.x, a, acc[i][j], bw),
-                                                                          mkg_op_fold_o(o.y, a, acc[i][j + 2], bw));
-                            }
-                            __syncwarp(0x33333333u);             // lanes tig < 2: every read of m, l done
-                            if (gid == 0) {
-                                s_m[wi + j] = M;
-                                s_l[wi + j] = L;
-                            }
-                            __syncwarp(0x33333333u);
+                        for (int i = 0; i < 4; ++i) {
+                            go[i][j] = mkg_op_fold_o(go[i][j], wa, acc[i][j], wb);
+                            go[i][j + 2] = mkg_op_fold_o(go[i][j + 2], wa, acc[i][j + 2], wb);
                         }
                     }
-                    __syncwarp();
-                    folded = true;
 #pragma unroll
                     for (int i = 0; i < 4; ++i)
 #pragma unroll
@@ -622,21 +617,31 @@ static __device__ __forceinline__ bool mkg_op_attention_decode(const mkg_model_c
         }
     }
 
-    // ---- 4. the warp's partial into its slot: part >= 0, its one range (an empty range writes
-    // (-1e30, 0, 0), skipped by the folds); part < 0, the group was folded there (an empty group
-    // is skipped by the final fold, so its slot is never read).
+    // ---- 4. the warp's partial into its slot: part >= 0, its one range; part < 0, its group's
+    // fold (empty: (-1e30, 0, 0), skipped by the folds that read the slots).
     if (part >= 0) {
         mkg_op_decode_complete(acc, l);
-        if (tig < 2) {
+    } else {
 #pragma unroll
-            for (int j = 0; j < 2; ++j) {
+        for (int j = 0; j < 2; ++j) {
+            m[j] = gm[j];
+            l[j] = gl[j];
+        }
 #pragma unroll
-                for (int i = 0; i < 4; ++i)
-                    *(float2 *)(w_o + 64 * j + 2 * i) = make_float2(acc[i][j], acc[i][j + 2]);
-                if (gid == 0) {
-                    s_m[wi + j] = m[j];
-                    s_l[wi + j] = l[j];
-                }
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                acc[i][e] = go[i][e];
+    }
+    if (tig < 2) {
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+                *(float2 *)(w_o + 64 * j + 2 * i) = make_float2(acc[i][j], acc[i][j + 2]);
+            if (gid == 0) {
+                s_m[wi + j] = m[j];
+                s_l[wi + j] = l[j];
             }
         }
     }
