@@ -401,16 +401,24 @@ template <bool CG>
 static __device__ __forceinline__ void mkg_op_decode_final(const float *o, const float *m, const float *l, int nb,
                                                            int h, int d, __nv_bfloat16 *dst)
 {
+    // NOTE: every group's values are loaded before the first fold, so the workspace reads go out
+    // together (one L2 round trip for the CTA that folds, not one per group).
+    float gm[MKG_OP_DECODE_GROUPS], gl[MKG_OP_DECODE_GROUPS], go[MKG_OP_DECODE_GROUPS];
+#pragma unroll
+    for (int grp = 0; grp < MKG_OP_DECODE_GROUPS; ++grp) {
+        const int i = grp * MKG_OP_MAX_GROUP + h;
+        gm[grp] = CG ? __ldcg(m + i) : m[i];
+        gl[grp] = CG ? __ldcg(l + i) : l[i];
+        go[grp] = CG ? __ldcg(o + i * MKG_OP_HEAD_DIM + d) : o[i * MKG_OP_HEAD_DIM + d];
+    }
     float M = -1e30f, L = 0.0f, O = 0.0f;
+#pragma unroll
     for (int grp = 0; grp < MKG_OP_DECODE_GROUPS; ++grp) {
         if ((grp * nb) / MKG_OP_DECODE_GROUPS == ((grp + 1) * nb) / MKG_OP_DECODE_GROUPS)
             continue;                                         // an empty group
-        const int i = grp * MKG_OP_MAX_GROUP + h;
-        const float gm = CG ? __ldcg(m + i) : m[i], gl = CG ? __ldcg(l + i) : l[i];
-        const float go = CG ? __ldcg(o + i * MKG_OP_HEAD_DIM + d) : o[i * MKG_OP_HEAD_DIM + d];
         float a, b;
-        mkg_op_fold(&M, &L, gm, gl, &a, &b);
-        O = mkg_op_fold_o(O, a, go, b);
+        mkg_op_fold(&M, &L, gm[grp], gl[grp], &a, &b);
+        O = mkg_op_fold_o(O, a, go[grp], b);
     }
     *dst = __float2bfloat16_rn(O * (1.0f / L));
 }
