@@ -76,12 +76,13 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
         elems = (unsigned int)(r1 - r0) * (unsigned int)op->out_cols;
     } else {
         mkg_mk_attn_rows(c, a->m, a->prefill, a->attn_split, item, &r0, &r1, &out_rb);
-        // A split item's share (the last part signals every part's, once all are done).
-        elems = mkg_mk_attn_elems(c, a->m, a->prefill, a->attn_split, item) * (a->prefill ? 1u : a->attn_split);
     }
-    // Decode attention: part of (token t, KV head g); -1: the item is not split.
+    // Decode attention: part of (token t, KV head g); -1: the item is not split. The part that
+    // stores signals the whole (token, KV head): the elements of its unsplit item.
     const int split = a->prefill ? 1 : a->attn_split;
     const int pair = item / split, part = split > 1 ? item % split : -1;
+    if (op->kind != MKG_MK_NORM)
+        elems = mkg_mk_attn_elems(c, a->m, a->prefill, 1, pair);
     // Before the input is ready: what only depends on earlier launches or the weights.
     float2 rope = make_float2(0.0f, 0.0f);
     if (op->kind == MKG_MK_NORM) {
@@ -134,8 +135,8 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
                     (a->opts & MKG_MK_OPT_ATTN_PREFETCH) != 0,
                     a->timeline ? (volatile unsigned long long *)(scratch + MKG_MK_PHASE_AT) : nullptr,
                     (a->opts & MKG_MK_OPT_ROPE_EARLY) ? &rope : nullptr, part,
-                    a->attn_ws + (size_t)pair * MKG_OP_DECODE_WS_FLOATS,
-                    a->attn_ctr + (size_t)op->layer * MKG_MK_ATTN_SPLIT_PAIRS + pair);
+                    part < 0 ? nullptr : a->attn_ws + (size_t)pair * MKG_OP_DECODE_WS_FLOATS,
+                    part < 0 ? nullptr : a->attn_ctr + (size_t)op->layer * MKG_MK_ATTN_SPLIT_PAIRS + pair);
         }
     }
     // Every thread's stores (and flag reads) are done before the count and the next item.

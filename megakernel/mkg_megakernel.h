@@ -60,7 +60,9 @@ typedef struct mkg_mk_args {
     int timeline_cap;
     unsigned int opts;              /* MKG_MK_OPT_* bits */
     int attn_split;                 /* decode attention parts per (token, KV head): 1 or mkg_mk_attn_split */
-    float *attn_ws;                 /* device: (MKG_MK_ATTN_SPLIT_PAIRS, MKG_MK_ATTN_WS_FLOATS) split partials */
+    float *attn_ws;                 /* device: (MKG_MK_ATTN_SPLIT_PAIRS, MKG_MK_ATTN_WS_FLOATS) split partials,
+                                       one set for all layers: a pair's attention in layer l + 1 waits
+                                       (through qkv, the norms and o) for the fold that read layer l's */
     unsigned int *attn_ctr;         /* device: (layers, MKG_MK_ATTN_SPLIT_PAIRS) parts finished, zeroed per step */
     int force_task;                 /* test hook: this non-GEMM task waits for force_extra more than exists */
     unsigned int force_extra;

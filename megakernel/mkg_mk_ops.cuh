@@ -318,6 +318,8 @@ static __device__ __forceinline__ void mkg_op_decode_block(const mkg_op_kv16 *b,
 // batch 8 does not).
 #define MKG_OP_DECODE_GROUPS 8
 #define MKG_OP_DECODE_RANGES (MKG_OP_DECODE_GROUPS * 8)
+static_assert(MKG_OP_THREADS / 32 == MKG_OP_DECODE_GROUPS && MKG_OP_DECODE_RANGES == 8 * MKG_OP_DECODE_GROUPS,
+              "decode attention: one warp per group (part -1) and per range of a group (part >= 0)");
 /* Workspace of one split item (floats): o (groups, 4 heads, 64), then m (groups, 4), l (groups, 4). */
 #define MKG_OP_DECODE_WS_FLOATS (MKG_OP_DECODE_GROUPS * MKG_OP_MAX_GROUP * (MKG_OP_HEAD_DIM + 2))
 
@@ -455,9 +457,10 @@ static __device__ __forceinline__ void mkg_op_decode_final(const float *o, const
 //   [0, 1024)     q    (4, 64) FP32, rotated, times 0.125 log2(e)
 //   [1024, 1152)  k    (64) bf16, rotated, this token's
 //   [1152, 1280)  v    (64) bf16, this token's
-//   [1280, 1408)  m    (8 warps, 4) FP32 running max (log2 domain)
-//   [1408, 1536)  l    (8, 4) FP32 softmax denominators
-//   [1536, 9728)  o    (8, 4, 64) FP32 unnormalised outputs
+//   [1280, 1408)  m    (8 warps, 4) FP32 max (log2 domain) of each warp's partial: its range
+//                      (part >= 0) or its group's fold (part < 0)
+//   [1408, 1536)  l    (8, 4) FP32 softmax denominators of the same partials
+//   [1536, 9728)  o    (8, 4, 64) FP32 unnormalised outputs of the same partials
 //   [9728, 9732)  the "last to arrive" flag (split parts)
 static __device__ __forceinline__ bool mkg_op_attention_decode(const mkg_model_config *cfg, int layer,
                                                                const __nv_bfloat16 *qkv, int tok, int seq, int pos,
@@ -556,8 +559,8 @@ static __device__ __forceinline__ bool mkg_op_attention_decode(const mkg_model_c
             acc[i][e] = 0.0f;
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
-        // NOTE: a finite start, not -inf: 2^(m - m_new) stays 0 (never inf - inf = NaN) and a
-        // warp with no keys merges with weight exp2f(-1e30 - M) = 0.
+        // NOTE: a finite start, not -inf: 2^(m - m_new) stays 0 (never inf - inf = NaN), also in
+        // a range's first fold (mkg_op_fold: ex2(-1e30 - m) = 0); empty ranges are skipped.
         m[j] = -1e30f;
         l[j] = 0.0f;
     }

@@ -97,7 +97,7 @@ TEST_F(Megakernel, PrefillAttentionMatchesFp64)
     }
 }
 
-// Sequence 0 decoded alone and as row 0 of a batch of 8 gives bitwise-equal logits.
+// Sequence 0 decoded alone and as row 0 of a batch of 3 or 8 gives bitwise-equal logits.
 TEST_F(Megakernel, LogitsAreBatchInvariant)
 {
     const mkg_model_config c = test_config(2);
@@ -106,16 +106,20 @@ TEST_F(Megakernel, LogitsAreBatchInvariant)
     mkg_mk *mk = mkg_mk_runner_mk(r);
     cudaStream_t s = mkg_mk_runner_stream(r);
     std::vector<unsigned short> alone(c.vocab), batched(c.vocab);
-    for (int batch : {1, 8, 3}) {
-        const mkg_mk_case k = {"decode", batch, 777, 1};
-        ASSERT_EQ(mkg_mk_runner_inputs(r, &k, 99), 0);
-        ASSERT_EQ(mkg_mk_step(mk, batch, 0, 0, 1, s), MKG_OK);
-        ASSERT_EQ(mkg_mk_check(mk, s, nullptr, nullptr), MKG_OK);
-        ASSERT_EQ(mkg_mk_runner_logits_row(r, 0, batch == 1 ? alone.data() : batched.data()), 0);
-        if (batch != 1)
-            EXPECT_EQ(memcmp(alone.data(), batched.data(), alone.size() * 2), 0)
-                << "logits of sequence 0 differ between batch 1 and batch " << batch;
-    }
+    // Batches 1 and 3 split decode attention over CTAs, batch 8 does not (mkg_mk_attn_split).
+    // Positions: 0 and 16 (one or two key blocks: 63 or 62 of the 64 key ranges empty), 777 (49
+    // blocks: ranges of 0 or 1 block), 1500 and 1990 (94 and 125 blocks: ranges of 1 or 2 blocks).
+    for (int pos : {777, 0, 16, 1500, 1990})
+        for (int batch : {1, 8, 3}) {
+            const mkg_mk_case k = {"decode", batch, pos, 1};
+            ASSERT_EQ(mkg_mk_runner_inputs(r, &k, 99), 0);
+            ASSERT_EQ(mkg_mk_step(mk, batch, 0, 0, 1, s), MKG_OK);
+            ASSERT_EQ(mkg_mk_check(mk, s, nullptr, nullptr), MKG_OK);
+            ASSERT_EQ(mkg_mk_runner_logits_row(r, 0, batch == 1 ? alone.data() : batched.data()), 0);
+            if (batch != 1)
+                EXPECT_EQ(memcmp(alone.data(), batched.data(), alone.size() * 2), 0)
+                    << "logits of sequence 0 at position " << pos << " differ between batch 1 and batch " << batch;
+        }
     mkg_mk_runner_destroy(r);
 }
 
