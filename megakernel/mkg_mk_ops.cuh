@@ -665,51 +665,49 @@ static __device__ __forceinline__ bool mkg_op_attention_decode(const mkg_model_c
     // CTA of the item to arrive folds the 8 groups from ws and stores.
     const int h = tid >> 6, d = tid & 63;
     __nv_bfloat16 *dst = attn + (size_t)tok * cfg->q_heads * MKG_OP_HEAD_DIM + (g * G + h) * MKG_OP_HEAD_DIM + d;
+    bool stored = true;
     if (part < 0) {
         if (h < G)
             mkg_op_decode_final<false>(s_o, s_m, s_l, nb, h, d, dst);
-        mkg_bar_sync_any(bar, MKG_OP_THREADS);
-        if (phase && tid == 0)
-            phase[2] = mkg_globaltimer();
-        return true;
-    }
-    float *ws_o = ws, *ws_m = ws + MKG_OP_DECODE_GROUPS * MKG_OP_MAX_GROUP * MKG_OP_HEAD_DIM;
-    float *ws_l = ws_m + MKG_OP_DECODE_GROUPS * MKG_OP_MAX_GROUP;
-    if (h < G) {
-        float M = -1e30f, L = 0.0f, O = 0.0f;
-        for (int w = 0; w < MKG_OP_THREADS / 32; ++w) {
-            const int v = 8 * part + w;
-            if ((v * nb) / MKG_OP_DECODE_RANGES == ((v + 1) * nb) / MKG_OP_DECODE_RANGES)
-                continue;                                     // an empty range
-            const int i = w * MKG_OP_MAX_GROUP + h;
-            float a, b;
-            mkg_op_fold(&M, &L, s_m[i], s_l[i], &a, &b);
-            O = mkg_op_fold_o(O, a, s_o[i * MKG_OP_HEAD_DIM + d], b);
+    } else {
+        float *ws_o = ws, *ws_m = ws + MKG_OP_DECODE_GROUPS * MKG_OP_MAX_GROUP * MKG_OP_HEAD_DIM;
+        float *ws_l = ws_m + MKG_OP_DECODE_GROUPS * MKG_OP_MAX_GROUP;
+        if (h < G) {
+            float M = -1e30f, L = 0.0f, O = 0.0f;
+            for (int w = 0; w < MKG_OP_THREADS / 32; ++w) {
+                const int v = 8 * part + w;
+                if ((v * nb) / MKG_OP_DECODE_RANGES == ((v + 1) * nb) / MKG_OP_DECODE_RANGES)
+                    continue;                                     // an empty range
+                const int i = w * MKG_OP_MAX_GROUP + h;
+                float a, b;
+                mkg_op_fold(&M, &L, s_m[i], s_l[i], &a, &b);
+                O = mkg_op_fold_o(O, a, s_o[i * MKG_OP_HEAD_DIM + d], b);
+            }
+            const int i = part * MKG_OP_MAX_GROUP + h;
+            __stcg(ws_o + i * MKG_OP_HEAD_DIM + d, O);
+            if (d == 0) {
+                __stcg(ws_m + i, M);
+                __stcg(ws_l + i, L);
+            }
         }
-        const int i = part * MKG_OP_MAX_GROUP + h;
-        __stcg(ws_o + i * MKG_OP_HEAD_DIM + d, O);
-        if (d == 0) {
-            __stcg(ws_m + i, M);
-            __stcg(ws_l + i, L);
-        }
-    }
-    // Release: each thread's workspace stores before the CTA's arrival; the last to arrive
-    // acquires every part's stores before it reads them (__ldcg: not from this SM's L1).
-    __threadfence();
-    mkg_bar_sync_any(bar, MKG_OP_THREADS);
-    if (tid == 0)
-        *s_last = atomicAdd(ctr, 1u) == MKG_OP_DECODE_GROUPS - 1 ? 1u : 0u;
-    mkg_bar_sync_any(bar, MKG_OP_THREADS);
-    const bool last = *s_last != 0u;
-    if (last) {
+        // Release: each thread's workspace stores before the CTA's arrival; the last to arrive
+        // acquires every part's stores before it reads them (__ldcg: not from this SM's L1).
         __threadfence();
-        if (h < G)
-            mkg_op_decode_final<true>(ws_o, ws_m, ws_l, nb, h, d, dst);
+        mkg_bar_sync_any(bar, MKG_OP_THREADS);
+        if (tid == 0)
+            *s_last = atomicAdd(ctr, 1u) == MKG_OP_DECODE_GROUPS - 1 ? 1u : 0u;
+        mkg_bar_sync_any(bar, MKG_OP_THREADS);
+        stored = *s_last != 0u;
+        if (stored) {
+            __threadfence();
+            if (h < G)
+                mkg_op_decode_final<true>(ws_o, ws_m, ws_l, nb, h, d, dst);
+        }
     }
     mkg_bar_sync_any(bar, MKG_OP_THREADS);
     if (phase && tid == 0)
         phase[2] = mkg_globaltimer();
-    return last;
+    return stored;
 }
 
 // ---- cp.async (PTX ISA: data movement, cp.async) -----------------------------------------
