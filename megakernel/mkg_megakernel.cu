@@ -85,6 +85,8 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
         elems = mkg_mk_attn_elems(c, a->m, a->prefill, 1, pair);
     // Before the input is ready: what only depends on earlier launches or the weights.
     float2 rope = make_float2(0.0f, 0.0f);
+    mkg_op_kv16 pre;
+    const bool preload = op->kind == MKG_MK_ATTN && !a->prefill && (a->opts & MKG_MK_OPT_ATTN_PRELOAD);
     if (op->kind == MKG_MK_NORM) {
         if (a->opts & MKG_MK_OPT_NORM_PREFETCH)
             mkg_norm_prefetch_weight((const __nv_bfloat16 *)op->weight, c->hidden, tid);
@@ -96,6 +98,10 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
                                              tid, part);
         if (a->opts & MKG_MK_OPT_ROPE_EARLY)
             mkg_op_rope_cs(__ldg(a->pos + t), tid & 31, c->rope_theta, &rope.x, &rope.y);
+        if (preload)
+            mkg_op_attention_decode_preload(c, op->layer, t, __ldg(a->pos + t), pair % c->kv_heads,
+                                            (const __nv_bfloat16 *)a->k_cache, (const __nv_bfloat16 *)a->v_cache,
+                                            tid, part, &pre);
     }
     if (tid == 0) {
         bool ok = true;
@@ -136,7 +142,8 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
                     a->timeline ? (volatile unsigned long long *)(scratch + MKG_MK_PHASE_AT) : nullptr,
                     (a->opts & MKG_MK_OPT_ROPE_EARLY) ? &rope : nullptr, part,
                     part < 0 ? nullptr : a->attn_ws + (size_t)pair * MKG_OP_DECODE_WS_FLOATS,
-                    part < 0 ? nullptr : a->attn_ctr + (size_t)op->layer * MKG_MK_ATTN_SPLIT_PAIRS + pair);
+                    part < 0 ? nullptr : a->attn_ctr + (size_t)op->layer * MKG_MK_ATTN_SPLIT_PAIRS + pair,
+                    preload ? &pre : nullptr);
         }
     }
     // Every thread's stores (and flag reads) are done before the count and the next item.
@@ -160,6 +167,24 @@ static __device__ __forceinline__ int mkg_mk_prefetch_ahead(const mkg_mk_args *a
             return ahead + 1;
     }
     return ahead;
+}
+
+// Producer thread, before the first weight load of GEMM op o on this CTA (decode steps, option
+// bits MKG_MK_OPT_GATE_MASK = level): waits until the op `level` steps up o's input chain is
+// complete, so the weight prefetch of a later GEMM does not share the HBM with the GEMM on the
+// critical path. Safe: that op is earlier in the list, and this thread has issued every load of
+// the earlier GEMMs on this CTA already. A stall here is reported like any other.
+static __device__ __forceinline__ void mkg_mk_gate(const mkg_mk_args *a, int o)
+{
+    int level = (int)((a->opts & MKG_MK_OPT_GATE_MASK) >> MKG_MK_OPT_GATE_SHIFT), g = o;
+    if (a->prefill)
+        return;
+    for (; level > 0 && g >= 0; --level)
+        g = a->ops[g].dep;
+    if (g < 0 || g == o)
+        return;
+    mkg_dep_wait_rows(a->counters + (size_t)g * a->rb_max, (unsigned int)a->ops[g].out_cols, a->m, 0, a->m, a->stall,
+                      (unsigned int)o, a->timeout_ns);
 }
 
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(const __grid_constant__ mkg_mk_args a)
@@ -187,7 +212,10 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                     const int s = mkg_dispatch_begin<MKG_DTYPE_BF16, 1>(a.rows, a.row_count, a.m_cur, op.table_row,
                                                                         a.dispatch_err, &ring, &sm, 1, &p, &m, &units);
                     items = s < 0 ? 0 : units;
-                    for (int u = mkg_mk_first(base); u < items; u += grid)
+                    const int first = mkg_mk_first(base);
+                    if (first < items)
+                        mkg_mk_gate(&a, o);
+                    for (int u = first; u < items; u += grid)
                         mkg_dispatch_produce<1>(p, s, m, u, &ring, &sm);
                 } else {
                     items = mkg_mk_items(&op, &a.cfg, a.m, a.prefill, a.attn_split);
