@@ -5,7 +5,8 @@
 #
 #   MKG_STAGES   comma list of stages to run (default: build,sass,test,sanitize,bench; also probe
 #                (tools/launch_probe.cu), mk, mkopts (the demo per MKG_MK_OPTS_LIST value or MKG_MK_CASES
-#                entry), sq8192 (square_8192 bf16, MKG_SQ_RUNS runs), ncu, ncusrc, ncustall, cubsrc)
+#                entry), sq8192 (square_8192 bf16, MKG_SQ_RUNS runs), ncu, ncusrc, ncustall, cubsrc, ncumk (the
+#                megakernel's stall reasons by source line))
 #   MKG_BENCH_ARGS extra arguments for mkg_bench_gemm (e.g. "--only square_8192 --pdl 1"); MKG_BENCH_DTYPES
 #                ("bf16 fp16" by default; add tf32 for fp32 operands with tf32 math)
 #   MKG_NCU_ONLY  shape for the ncu stage (square_8192)
@@ -208,6 +209,22 @@ if has cubsrc; then
   ncu_source "${MKG_NCU_CUBLAS:-^(sm90_|nvjet|cutlass)}" "${MKG_NCU_CUBLAS_SKIP:-2}" ncu_cublas_src.txt 30 0.3
   grep -E "^  [a-zA-Z_0-9]+.*\(|Duration|Cluster Size|Grid Size|Block Size|Registers|Dynamic Shared" \
     "$out/ncu_cublas_src.txt" | head -12 | tee -a "$log"
+fi
+if has ncumk; then
+  # The megakernel under Nsight Compute: one decode step (MKG_NCU_MK_SKIP megakernel launches skipped
+  # first: 2 = the demo's first checked decode b1 step), WarpStateStats + SourceCounters with line info;
+  # the stall-reason table and tools/ncu_mk_summary.py's per-file / per-line condensation.
+  say "ncu megakernel"
+  rep=/tmp/ncu_mk
+  timeout 400 ncu --clock-control none -k regex:mkg_megakernel_sm90 --launch-skip "${MKG_NCU_MK_SKIP:-2}" \
+    --launch-count 1 --section WarpStateStats --section SourceCounters --section SpeedOfLight \
+    --import-source yes -f -o "$rep" "$build"/megakernel/mkg_demo --replays 1 --out /tmp/ncu_mk.json \
+    >"$out/ncu_mk.txt" 2>&1
+  say "ncu megakernel rc=$?"
+  ncu -i "$rep.ncu-rep" --page details >>"$out/ncu_mk.txt" 2>&1
+  ncu -i "$rep.ncu-rep" --page source --csv --print-source cuda >"$rep.csv" 2>&1
+  python3 "$root/tools/ncu_mk_summary.py" "$rep.csv" 50 >>"$out/ncu_mk.txt" 2>&1
+  grep -E "Stall|Warp Cycles|Duration|sampled stalls" "$out/ncu_mk.txt" | head -30 | tee -a "$log"
 fi
 if has ncustall; then
   # Sampled warp-stall reasons (no-instruction, long/short scoreboard, barrier, ...) of one launch of our
