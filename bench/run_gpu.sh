@@ -218,13 +218,16 @@ if has ncumk; then
   rep=/tmp/ncu_mk
   timeout 400 ncu --clock-control none -k regex:mkg_megakernel_sm90 --launch-skip "${MKG_NCU_MK_SKIP:-2}" \
     --launch-count 1 --section WarpStateStats --section SourceCounters --section SpeedOfLight \
+    --metrics "regex:smsp__pcsamp_warps_issue_stalled_.*" \
     --import-source yes -f -o "$rep" "$build"/megakernel/mkg_demo --replays 1 --out /tmp/ncu_mk.json \
     >"$out/ncu_mk.txt" 2>&1
   say "ncu megakernel rc=$?"
   ncu -i "$rep.ncu-rep" --page details >>"$out/ncu_mk.txt" 2>&1
-  ncu -i "$rep.ncu-rep" --page source --csv --print-source cuda >"$rep.csv" 2>&1
-  python3 "$root/tools/ncu_mk_summary.py" "$rep.csv" 50 >>"$out/ncu_mk.txt" 2>&1
-  grep -E "Stall|Warp Cycles|Duration|sampled stalls" "$out/ncu_mk.txt" | head -30 | tee -a "$log"
+  echo "#### sampled stall reasons (whole kernel)" >>"$out/ncu_mk.txt"
+  ncu -i "$rep.ncu-rep" --page raw --csv 2>&1 | python3 "$root/tools/ncu_mk_summary.py" --raw >>"$out/ncu_mk.txt" 2>&1
+  ncu -i "$rep.ncu-rep" --page source --csv --print-source sass >"$rep.csv" 2>&1
+  python3 "$root/tools/ncu_mk_summary.py" "$rep.csv" 60 >>"$out/ncu_mk.txt" 2>&1
+  grep -E "Warp Cycles|Duration|no_instruction|^  (stalled|[a-z_]+ +[0-9.]+%)" "$out/ncu_mk.txt" | head -40 | tee -a "$log"
 fi
 if has ncustall; then
   # Sampled warp-stall reasons (no-instruction, long/short scoreboard, barrier, ...) of one launch of our

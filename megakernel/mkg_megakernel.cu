@@ -62,8 +62,10 @@ static __device__ __forceinline__ void mkg_mk_stamp(const mkg_mk_args *a, int *k
 
 // Thread 0, timeline on: when the item's input was complete goes to the scratch word
 // *t_ready (in shared memory: a register held across the op spilled).
+// first: the CTA's first item of this task (decode attention may run its code dry before the
+// wait then, MKG_MK_OPT_ATTN_WARM: the instructions are cold after the GEMMs in between).
 static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int task, const mkg_mk_op *op, int item,
-                                                    unsigned char *scratch, int tid)
+                                                    unsigned char *scratch, int tid, bool first)
 {
     const mkg_model_config *c = &a->cfg;
     volatile unsigned int *flag = (volatile unsigned int *)(scratch + MKG_LAUNCH_EPI_BYTES - 16);
@@ -103,25 +105,35 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
                                             (const __nv_bfloat16 *)a->k_cache, (const __nv_bfloat16 *)a->v_cache,
                                             tid, part, &pre);
     }
-    if (tid == 0) {
-        bool ok = true;
-        if (op->dep >= 0) {
-            const unsigned int per_row = (unsigned int)a->ops[op->dep].out_cols;
-            const unsigned int *ctr = a->counters + (size_t)op->dep * a->rb_max;
-            if (task == a->force_task && a->force_extra)
-                ok = mkg_dep_wait(ctr + r0 / 64, mkg_dep_rows(a->m, r0 / 64) * per_row + a->force_extra, a->stall,
-                                  (unsigned int)task, (unsigned int)(r0 / 64), a->timeout_ns);
-            if (ok)
-                ok = mkg_dep_wait_rows(ctr, per_row, a->m, r0, r1, a->stall, (unsigned int)task, a->timeout_ns);
+    // Pass 0 (warm only): the op's own code, dry (no global stores), while the input is not
+    // ready; pass 1: the wait, then the op. One copy of the op's code serves both passes.
+    const bool warm = first && op->kind == MKG_MK_ATTN && !a->prefill && (a->opts & MKG_MK_OPT_ATTN_WARM);
+    bool ok = false, stored = true;      // stored: false for a split part that is not the last
+#pragma unroll 1
+    for (int pass = warm ? 0 : 1; pass < 2; ++pass) {
+        const bool dry = pass == 0;
+        if (!dry) {
+            if (tid == 0) {
+                bool w = true;
+                if (op->dep >= 0) {
+                    const unsigned int per_row = (unsigned int)a->ops[op->dep].out_cols;
+                    const unsigned int *ctr = a->counters + (size_t)op->dep * a->rb_max;
+                    if (task == a->force_task && a->force_extra)
+                        w = mkg_dep_wait(ctr + r0 / 64, mkg_dep_rows(a->m, r0 / 64) * per_row + a->force_extra,
+                                         a->stall, (unsigned int)task, (unsigned int)(r0 / 64), a->timeout_ns);
+                    if (w)
+                        w = mkg_dep_wait_rows(ctr, per_row, a->m, r0, r1, a->stall, (unsigned int)task,
+                                              a->timeout_ns);
+                }
+                *flag = w ? 1u : 0u;
+                if (a->timeline)
+                    *(volatile unsigned long long *)(scratch + MKG_MK_READY_AT) = mkg_globaltimer();
+            }
+            mkg_bar_sync_any(MKG_MK_BAR, MKG_OP_THREADS);
+            ok = *flag != 0;
         }
-        *flag = ok ? 1u : 0u;
-        if (a->timeline)
-            *(volatile unsigned long long *)(scratch + MKG_MK_READY_AT) = mkg_globaltimer();
-    }
-    mkg_bar_sync_any(MKG_MK_BAR, MKG_OP_THREADS);
-    const bool ok = *flag != 0;
-    bool stored = true;                  // a split part that is not the last stores nothing
-    if (ok) {
+        if (!ok && !dry)
+            continue;
         if (op->kind == MKG_MK_NORM) {
             mkg_op_rmsnorm_rows((const __nv_bfloat16 *)op->src, (const __nv_bfloat16 *)op->weight,
                                 (__nv_bfloat16 *)op->dst, r0, r1 - r0, c->hidden, c->norm_eps,
@@ -139,11 +151,11 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
                     c, op->layer, qkv, t, t, __ldg(a->pos + t), g, (__nv_bfloat16 *)a->k_cache,
                     (__nv_bfloat16 *)a->v_cache, (__nv_bfloat16 *)a->attn, scratch, tid, MKG_MK_BAR,
                     (a->opts & MKG_MK_OPT_ATTN_PREFETCH) != 0,
-                    a->timeline ? (volatile unsigned long long *)(scratch + MKG_MK_PHASE_AT) : nullptr,
+                    a->timeline && !dry ? (volatile unsigned long long *)(scratch + MKG_MK_PHASE_AT) : nullptr,
                     (a->opts & MKG_MK_OPT_ROPE_EARLY) ? &rope : nullptr, part,
                     part < 0 ? nullptr : a->attn_ws + (size_t)pair * MKG_OP_DECODE_WS_FLOATS,
                     part < 0 ? nullptr : a->attn_ctr + (size_t)op->layer * MKG_MK_ATTN_SPLIT_PAIRS + pair,
-                    preload ? &pre : nullptr);
+                    preload ? &pre : nullptr, dry);
         }
     }
     // Every thread's stores (and flag reads) are done before the count and the next item.
@@ -253,7 +265,7 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                 items = mkg_mk_items(&op, &a.cfg, a.m, a.prefill, a.attn_split);
                 for (int i = mkg_mk_first(base); i < items; i += grid) {
                     const uint64_t t0 = a.timeline ? mkg_globaltimer() : 0;
-                    mkg_mk_run_item(&a, o, &op, i, scratch, tid);
+                    mkg_mk_run_item(&a, o, &op, i, scratch, tid, i == mkg_mk_first(base));
                     if (tid == 0)
                         mkg_mk_stamp(&a, &stamps, o, i, t0,
                                      *(volatile unsigned long long *)(scratch + MKG_MK_READY_AT),

@@ -36,6 +36,7 @@ extern "C" {
 #define MKG_MK_OPT_ROPE_EARLY 64u    /* decode attention: the RoPE cos / sin of pos before the wait */
 #define MKG_MK_OPT_ATTN_SPLIT 128u   /* decode attention of small steps in MKG_MK_ATTN_PARTS parts (mkg_mk_graph.h) */
 #define MKG_MK_OPT_ATTN_PRELOAD 1024u /* decode attention: each warp's first key block into registers before the wait */
+#define MKG_MK_OPT_ATTN_WARM 2048u  /* decode attention: the op's code run dry before the wait (instruction cache) */
 #define MKG_MK_OPT_GATE_SHIFT 8     /* bits 8, 9: decode GEMM producers hold their weight prefetch until the
                                       op `level` steps up their input chain is complete (0: no hold; 1: their
                                       own input, i.e. no lead; 2: their input's input; 3: one more) */

@@ -435,7 +435,7 @@ static __device__ __forceinline__ void mkg_op_decode_complete(float acc[4][4], f
 // workspace: CG = true reads bypass L1, written by other CTAs in this launch).
 template <bool CG>
 static __device__ __forceinline__ void mkg_op_decode_final(const float *o, const float *m, const float *l, int nb,
-                                                           int h, int d, __nv_bfloat16 *dst)
+                                                           int h, int d, __nv_bfloat16 *dst, bool st = true)
 {
     // NOTE: every group's values are loaded before the first fold, so the workspace reads go out
     // together (one L2 round trip for the CTA that folds, not one per group).
@@ -456,7 +456,9 @@ static __device__ __forceinline__ void mkg_op_decode_final(const float *o, const
         mkg_op_fold(&M, &L, gm[grp], gl[grp], &a, &b);
         O = mkg_op_fold_o(O, a, go[grp], b);
     }
-    *dst = __float2bfloat16_rn(O * (1.0f / L));
+    const __nv_bfloat16 y = __float2bfloat16_rn(O * (1.0f / L));
+    if (st)
+        *dst = y;
 }
 
 // One token (row tok of qkv and attn) of sequence seq at position pos, KV head g and its
@@ -489,6 +491,11 @@ static __device__ __forceinline__ void mkg_op_decode_final(const float *o, const
 // ~16 significant bits (FP32 math otherwise). Online softmax per range in the log2 domain. No
 // value is combined by a racing atomic: the counter only elects the CTA that folds.
 //
+// dry: the same code with every global store, the cache append and the counter left out (the
+// reads go on, of whatever is there): run before the item's input is ready, it brings the op's
+// instructions into the SM's instruction cache, which the weight stream of the GEMMs in between
+// has evicted (pass phase = nullptr). Scratch is left undefined.
+//
 // Scratch (MKG_OP_DECODE_SCRATCH_BYTES):
 //   [0, 1024)     q    (4, 64) FP32, rotated, times 0.125 log2(e)
 //   [1024, 1152)  k    (64) bf16, rotated, this token's
@@ -507,7 +514,7 @@ static __device__ __forceinline__ bool mkg_op_attention_decode(const mkg_model_c
                                                                volatile unsigned long long *phase = nullptr,
                                                                const float2 *rope_cs = nullptr, int part = -1,
                                                                float *ws = nullptr, unsigned int *ctr = nullptr,
-                                                               const mkg_op_kv16 *pre = nullptr)
+                                                               const mkg_op_kv16 *pre = nullptr, bool dry = false)
 {
     const int G = cfg->q_heads / cfg->kv_heads;
     const int qkv_n = (cfg->q_heads + 2 * cfg->kv_heads) * MKG_OP_HEAD_DIM;
@@ -528,13 +535,13 @@ static __device__ __forceinline__ bool mkg_op_attention_decode(const mkg_model_c
     const int nb = (pos + 16) >> 4;
     int blk0, blk1;
     mkg_op_decode_span(nb, part, warp, &blk0, &blk1);
-    if (!prefetched)
+    if (!prefetched && !dry)
         mkg_op_attention_decode_prefetch(cfg, layer, seq, pos, g, k_cache, v_cache, tid, part);
 
     // ---- 1. rotate q (G heads) and k, copy v. Thread tid < 32 (G + 1) rotates pair i = tid % 32
     // of q head h = tid / 32, or of k when h == G (one copy of the trig code for both); the next
     // 32 threads copy v. Part <= 0 appends them to the cache.
-    const bool append = part <= 0;
+    const bool append = part <= 0 && !dry;
     if (tid < G * 32 + 32) {
         const int h = tid >> 5, i = tid & 31;
         const __nv_bfloat16 *src = row + (h < G ? g * G + h : cfg->q_heads + g) * MKG_OP_HEAD_DIM;
@@ -711,7 +718,7 @@ static __device__ __forceinline__ bool mkg_op_attention_decode(const mkg_model_c
     bool stored = true;
     if (part < 0) {
         if (h < G)
-            mkg_op_decode_final<false>(s_o, s_m, s_l, nb, h, d, dst);
+            mkg_op_decode_final<false>(s_o, s_m, s_l, nb, h, d, dst, !dry);
     } else {
         float *ws_o = ws, *ws_m = ws + MKG_OP_DECODE_GROUPS * MKG_OP_MAX_GROUP * MKG_OP_HEAD_DIM;
         float *ws_l = ws_m + MKG_OP_DECODE_GROUPS * MKG_OP_MAX_GROUP;
@@ -727,8 +734,9 @@ static __device__ __forceinline__ bool mkg_op_attention_decode(const mkg_model_c
                 O = mkg_op_fold_o(O, a, s_o[i * MKG_OP_HEAD_DIM + d], b);
             }
             const int i = part * MKG_OP_MAX_GROUP + h;
-            __stcg(ws_o + i * MKG_OP_HEAD_DIM + d, O);
-            if (d == 0) {
+            if (!dry)
+                __stcg(ws_o + i * MKG_OP_HEAD_DIM + d, O);
+            if (d == 0 && !dry) {
                 __stcg(ws_m + i, M);
                 __stcg(ws_l + i, L);
             }
@@ -738,19 +746,19 @@ static __device__ __forceinline__ bool mkg_op_attention_decode(const mkg_model_c
         __threadfence();
         mkg_bar_sync_any(bar, MKG_OP_THREADS);
         if (tid == 0)
-            *s_last = atomicAdd(ctr, 1u) == MKG_OP_DECODE_GROUPS - 1 ? 1u : 0u;
+            *s_last = !dry && atomicAdd(ctr, 1u) == MKG_OP_DECODE_GROUPS - 1 ? 1u : 0u;
         mkg_bar_sync_any(bar, MKG_OP_THREADS);
         stored = *s_last != 0u;
-        if (stored) {
+        if (stored || dry) {
             __threadfence();
             if (h < G)
-                mkg_op_decode_final<true>(ws_o, ws_m, ws_l, nb, h, d, dst);
+                mkg_op_decode_final<true>(ws_o, ws_m, ws_l, nb, h, d, dst, !dry);
         }
     }
     mkg_bar_sync_any(bar, MKG_OP_THREADS);
     if (phase && tid == 0)
         phase[2] = mkg_globaltimer();
-    return stored;
+    return stored && !dry;
 }
 
 // ---- cp.async (PTX ISA: data movement, cp.async) -----------------------------------------

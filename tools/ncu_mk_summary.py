@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
-"""ncu_mk_summary.py CSV [TOP] - where the megakernel's warps stall, by source file and line.
+"""ncu_mk_summary.py - where the megakernel's warps stall (one Nsight Compute report).
 
-Reads `ncu -i REP --page source --csv --print-source cuda` (a report with SourceCounters, built
-with -lineinfo) and prints every sampling column's total, the sampled stalls summed per source
-file (which task's code: mkg_mk_ops.cuh attention, mkg_mk_norm.cuh, the GEMM mainloop and
-epilogue, mkg_deps_sm90.cuh waits), and the TOP lines by samples with their largest reasons.
-The column set differs between ncu versions, so every numeric column is kept as found.
+  ncu -i REP --page raw --csv | ncu_mk_summary.py --raw
+      the kernel's sampled stall reasons (smsp__pcsamp_warps_issue_stalled_*), largest first,
+      as shares of all samples: e.g. how much of the time warps wait for instructions
+      (no_instructions: instruction-cache misses) against data (long_scoreboard), barriers,
+      the dependency spins (sleeping) and the mbarrier waits.
+  ncu -i REP --page source --csv --print-source sass > S.csv; ncu_mk_summary.py S.csv [TOP]
+      the sampled stalls summed over 2 KB windows of the kernel's code (which code the warps sit
+      in), with every per-reason column the CSV has, and the TOP instructions by samples with
+      the three instructions before each (a stall at the first instruction after a jump is the
+      mark of a cold instruction fetch).
+Columns differ between ncu versions: every numeric column is taken as found.
 """
 import csv
 import sys
@@ -19,71 +25,74 @@ def num(s):
         return None
 
 
-def main():
-    path = sys.argv[1]
-    top = int(sys.argv[2]) if len(sys.argv) > 2 else 40
+def raw():
+    rows = list(csv.reader(sys.stdin))
+    start = next((i for i, r in enumerate(rows) if any("pcsamp" in c for c in r)), None)
+    if start is None:
+        print("no pcsamp metrics in the raw page")
+        return
+    head, vals = rows[start], rows[start + 2] if len(rows) > start + 2 else []
+    st = {h: num(v) for h, v in zip(head, vals) if h.startswith("smsp__pcsamp_warps_issue_stalled_")}
+    st = {h: v for h, v in st.items() if v is not None and not h.endswith("_not_issued")}
+    tot = sum(st.values()) or 1.0
+    print(f"  samples {tot:.0f}")
+    for h, v in sorted(st.items(), key=lambda kv: -kv[1]):
+        if v > 0:
+            print(f"  {h.replace('smsp__pcsamp_warps_issue_stalled_', ''):28s} {100 * v / tot:6.2f}%")
+
+
+def source(path, top):
     with open(path, newline="") as f:
         lines = [l for l in f if l.strip()]
-    start = next((i for i, l in enumerate(lines) if "Source" in l and ("Line" in l or "Address" in l)), None)
+    start = next((i for i, l in enumerate(lines) if "Source" in l and "Address" in l), None)
     if start is None:
         print("no header row; first lines:")
         print("".join(lines[:8]))
         return
-    # Several files may follow each other, each with its own header row ("File", then rows).
-    rows, cur_file = [], "?"
-    header = None
-    for l in lines[start:]:
-        rec = next(csv.reader([l]))
-        if "Source" in rec and ("Line" in rec or "#" in rec or "Address" in rec):
-            header = rec
-            continue
-        if header is None or len(rec) != len(header):
-            if len(rec) == 1 or (rec and rec[0].startswith("File")):
-                cur_file = rec[-1]
-            continue
-        d = dict(zip(header, rec))
-        d["_file"] = d.get("File", cur_file)
-        rows.append(d)
-    if not rows:
-        print("no rows; header:", header)
-        return
-    cols = [c for c in header if c not in ("Source", "File", "Line", "#", "Address")]
-    numeric = [c for c in cols if any(num(r[c]) not in (None, 0.0) for r in rows[:2000])]
-    print("columns:", ", ".join(header))
-    samp = next((c for c in numeric if c.startswith("Warp Stall Sampling (All")), None)
-    reasons = [c for c in numeric if c.startswith("stall_") or "Stall" in c and c != samp
-               and not c.startswith("Warp Stall Sampling")]
-    tot = defaultdict(float)
-    for r in rows:
-        for c in numeric:
-            tot[c] += num(r[c]) or 0.0
-    print("\ntotals:")
-    for c in numeric:
-        print(f"  {c:60s} {tot[c]:14.0f}")
+    rows = list(csv.DictReader(lines[start:]))
+    cols = list(rows[0].keys())
+    print("columns:", ", ".join(cols))
+    samp = next((c for c in cols if c.startswith("Warp Stall Sampling (All")), None)
     if samp is None:
+        print("no stall-sampling column")
         return
-    allsamp = tot[samp] or 1.0
-    byfile = defaultdict(lambda: defaultdict(float))
+    reasons = [c for c in cols if "stall" in c.lower() and not c.startswith("Warp Stall Sampling")
+               and any(num(r[c]) for r in rows[:5000])]
     for r in rows:
-        f = r["_file"].split("/")[-1]
-        for c in [samp] + reasons:
-            byfile[f][c] += num(r[c]) or 0.0
-    print("\nsampled stalls by source file (share of all samples; its top reasons):")
-    for f, v in sorted(byfile.items(), key=lambda kv: -kv[1][samp]):
-        if v[samp] / allsamp < 0.002:
+        r["_a"] = int(r["Address"], 16) if r["Address"].startswith("0x") else int(num(r["Address"]) or 0)
+        r["_s"] = num(r[samp]) or 0.0
+    rows.sort(key=lambda r: r["_a"])
+    total = sum(r["_s"] for r in rows) or 1.0
+    win = defaultdict(lambda: defaultdict(float))
+    for r in rows:
+        w = r["_a"] // 2048
+        win[w]["all"] += r["_s"]
+        for c in reasons:
+            win[w][c] += num(r[c]) or 0.0
+    print(f"\n{len(rows)} instructions, {total:.0f} samples; 2 KB code windows with >= 0.5% of them:")
+    for w in sorted(win):
+        v = win[w]
+        if v["all"] / total < 0.005:
             continue
         rs = sorted(((v[c], c) for c in reasons), reverse=True)[:4]
-        print(f"  {f:34s} {100 * v[samp] / allsamp:6.2f}%  " +
-              "  ".join(f"{c.replace('stall_', '')} {100 * x / allsamp:.2f}%" for x, c in rs if x > 0))
-    print(f"\ntop {top} lines by samples:")
-    rows.sort(key=lambda r: -(num(r[samp]) or 0.0))
-    for r in rows[:top]:
-        s = num(r[samp]) or 0.0
+        print(f"  0x{w * 2048:07x} {100 * v['all'] / total:6.2f}%  " +
+              "  ".join(f"{c} {100 * x / total:.2f}%" for x, c in rs if x > 0))
+    print(f"\ntop {top} instructions by samples (with the three before):")
+    idx = {id(r): i for i, r in enumerate(rows)}
+    for r in sorted(rows, key=lambda r: -r["_s"])[:top]:
+        i = idx[id(r)]
         rs = sorted(((num(r[c]) or 0.0, c) for c in reasons), reverse=True)[:3]
-        src = r.get("Source", "").strip()[:70]
-        print(f"  {100 * s / allsamp:6.2f}% {r['_file'].split('/')[-1]}:{r.get('Line', r.get('#', '?'))} "
-              + " ".join(f"[{c.replace('stall_', '')} {100 * x / allsamp:.2f}%]" for x, c in rs if x > 0)
-              + f"  {src}")
+        print(f"  {100 * r['_s'] / total:6.2f}% 0x{r['_a']:07x} {r['Source'].strip()[:60]} "
+              + " ".join(f"[{c} {100 * x / total:.2f}%]" for x, c in rs if x > 0))
+        for p in rows[max(0, i - 3):i]:
+            print(f"           0x{p['_a']:07x} {p['Source'].strip()[:60]}")
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--raw":
+        raw()
+    else:
+        source(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 40)
 
 
 if __name__ == "__main__":
