@@ -66,6 +66,18 @@ static __device__ __forceinline__ bool mkg_dep_wait_rows(const unsigned int *ctr
     return ok;
 }
 
+// One thread, without waiting: true when rows [r0, r1) are complete already (acquire loads,
+// like mkg_dep_wait's, so what the caller reads next is ordered after them).
+static __device__ __forceinline__ bool mkg_dep_ready_rows(const unsigned int *ctr, unsigned int per_row, int m, int r0,
+                                                          int r1)
+{
+    r1 = min(r1, m);
+    bool ready = true;
+    for (int rb = r0 / MKG_DEP_ROWS; rb * MKG_DEP_ROWS < r1; ++rb)
+        ready = mkg_ld_acquire_gpu_u32(ctr + rb) >= mkg_dep_rows(m, rb) * per_row && ready;
+    return ready;
+}
+
 // One thread, after a barrier that follows the group's stores: publishes them GPU-wide
 // and counts them into block rb.
 static __device__ __forceinline__ void mkg_dep_signal(unsigned int *ctr, int rb, unsigned int elements)

@@ -62,8 +62,7 @@ static __device__ __forceinline__ void mkg_mk_stamp(const mkg_mk_args *a, int *k
 
 // Thread 0, timeline on: when the item's input was complete goes to the scratch word
 // *t_ready (in shared memory: a register held across the op spilled).
-// first: the CTA's first item of this task (decode attention may run its code dry before the
-// wait then, MKG_MK_OPT_ATTN_WARM: the instructions are cold after the GEMMs in between).
+// first: the CTA's first item of this task (see "Warm" below).
 static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int task, const mkg_mk_op *op, int item,
                                                     unsigned char *scratch, int tid, bool first)
 {
@@ -87,8 +86,6 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
         elems = mkg_mk_attn_elems(c, a->m, a->prefill, 1, pair);
     // Before the input is ready: what only depends on earlier launches or the weights.
     float2 rope = make_float2(0.0f, 0.0f);
-    mkg_op_kv16 pre;
-    const bool preload = op->kind == MKG_MK_ATTN && !a->prefill && (a->opts & MKG_MK_OPT_ATTN_PRELOAD);
     if (op->kind == MKG_MK_NORM) {
         if (a->opts & MKG_MK_OPT_NORM_PREFETCH)
             mkg_norm_prefetch_weight((const __nv_bfloat16 *)op->weight, c->hidden, tid);
@@ -100,25 +97,40 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
                                              tid, part);
         if (a->opts & MKG_MK_OPT_ROPE_EARLY)
             mkg_op_rope_cs(__ldg(a->pos + t), tid & 31, c->rope_theta, &rope.x, &rope.y);
-        if (preload)
-            mkg_op_attention_decode_preload(c, op->layer, t, __ldg(a->pos + t), pair % c->kv_heads,
-                                            (const __nv_bfloat16 *)a->k_cache, (const __nv_bfloat16 *)a->v_cache,
-                                            tid, part, &pre);
     }
-    // Pass 0 (warm only): the op's own code, dry (no global stores), while the input is not
-    // ready; pass 1: the wait, then the op. One copy of the op's code serves both passes.
-    const bool warm = first && op->kind == MKG_MK_ATTN && !a->prefill && (a->opts & MKG_MK_OPT_ATTN_WARM);
-    bool ok = false, stored = true;      // stored: false for a split part that is not the last
+    // Warm (decode attention and norms, the CTA's first item of the task, MKG_MK_OPT_WARM): the
+    // GEMMs in between have pushed this code out of the SM's instruction cache (and their weight
+    // stream out of the L2). If the input is not complete yet, pass 0 runs the op dry (no global
+    // stores) while it would only wait, and pass 1 waits and runs it; if it is complete, pass 1
+    // runs it at once without a second look. One copy of the op's code serves both passes.
+    const bool forced = task == a->force_task && a->force_extra;
+    const bool warm = first && !a->prefill && (a->opts & MKG_MK_OPT_WARM) && op->dep >= 0 && !forced;
+    const unsigned int per_row = op->dep >= 0 ? (unsigned int)a->ops[op->dep].out_cols : 0u;
+    const unsigned int *ctr = op->dep >= 0 ? a->counters + (size_t)op->dep * a->rb_max : nullptr;
+    int pass = 1;
+    bool wait = true;
+    if (warm) {
+        if (tid == 0) {
+            const bool ready = mkg_dep_ready_rows(ctr, per_row, a->m, r0, r1);
+            *flag = ready ? 2u : 0u;
+            if (ready && a->timeline)
+                *(volatile unsigned long long *)(scratch + MKG_MK_READY_AT) = mkg_globaltimer();
+        }
+        mkg_bar_sync_any(MKG_MK_BAR, MKG_OP_THREADS);
+        if (*flag == 2u)
+            wait = false;
+        else
+            pass = 0;
+    }
+    bool ok = !wait, stored = true;      // stored: false for a split part that is not the last
 #pragma unroll 1
-    for (int pass = warm ? 0 : 1; pass < 2; ++pass) {
+    for (; pass < 2; ++pass) {
         const bool dry = pass == 0;
-        if (!dry) {
+        if (!dry && wait) {
             if (tid == 0) {
                 bool w = true;
                 if (op->dep >= 0) {
-                    const unsigned int per_row = (unsigned int)a->ops[op->dep].out_cols;
-                    const unsigned int *ctr = a->counters + (size_t)op->dep * a->rb_max;
-                    if (task == a->force_task && a->force_extra)
+                    if (forced)
                         w = mkg_dep_wait(ctr + r0 / 64, mkg_dep_rows(a->m, r0 / 64) * per_row + a->force_extra,
                                          a->stall, (unsigned int)task, (unsigned int)(r0 / 64), a->timeout_ns);
                     if (w)
@@ -137,7 +149,7 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
         if (op->kind == MKG_MK_NORM) {
             mkg_op_rmsnorm_rows((const __nv_bfloat16 *)op->src, (const __nv_bfloat16 *)op->weight,
                                 (__nv_bfloat16 *)op->dst, r0, r1 - r0, c->hidden, c->norm_eps,
-                                (float *)(scratch + MKG_LAUNCH_EPI_BYTES - 48), tid, MKG_MK_BAR);
+                                (float *)(scratch + MKG_LAUNCH_EPI_BYTES - 48), tid, MKG_MK_BAR, dry);
         } else {
             const int qkv_n = mkg_model_qkv_n(c);
             const __nv_bfloat16 *qkv = (const __nv_bfloat16 *)a->qkv + (size_t)op->layer * c->max_tokens * qkv_n;
@@ -155,7 +167,7 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
                     (a->opts & MKG_MK_OPT_ROPE_EARLY) ? &rope : nullptr, part,
                     part < 0 ? nullptr : a->attn_ws + (size_t)pair * MKG_OP_DECODE_WS_FLOATS,
                     part < 0 ? nullptr : a->attn_ctr + (size_t)op->layer * MKG_MK_ATTN_SPLIT_PAIRS + pair,
-                    preload ? &pre : nullptr, dry);
+                    dry);
         }
     }
     // Every thread's stores (and flag reads) are done before the count and the next item.
@@ -179,24 +191,6 @@ static __device__ __forceinline__ int mkg_mk_prefetch_ahead(const mkg_mk_args *a
             return ahead + 1;
     }
     return ahead;
-}
-
-// Producer thread, before the first weight load of GEMM op o on this CTA (decode steps, option
-// bits MKG_MK_OPT_GATE_MASK = level): waits until the op `level` steps up o's input chain is
-// complete, so the weight prefetch of a later GEMM does not share the HBM with the GEMM on the
-// critical path. Safe: that op is earlier in the list, and this thread has issued every load of
-// the earlier GEMMs on this CTA already. A stall here is reported like any other.
-static __device__ __forceinline__ void mkg_mk_gate(const mkg_mk_args *a, int o)
-{
-    int level = (int)((a->opts & MKG_MK_OPT_GATE_MASK) >> MKG_MK_OPT_GATE_SHIFT), g = o;
-    if (a->prefill)
-        return;
-    for (; level > 0 && g >= 0; --level)
-        g = a->ops[g].dep;
-    if (g < 0 || g == o)
-        return;
-    mkg_dep_wait_rows(a->counters + (size_t)g * a->rb_max, (unsigned int)a->ops[g].out_cols, a->m, 0, a->m, a->stall,
-                      (unsigned int)o, a->timeout_ns);
 }
 
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(const __grid_constant__ mkg_mk_args a)
@@ -224,10 +218,7 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                     const int s = mkg_dispatch_begin<MKG_DTYPE_BF16, 1>(a.rows, a.row_count, a.m_cur, op.table_row,
                                                                         a.dispatch_err, &ring, &sm, 1, &p, &m, &units);
                     items = s < 0 ? 0 : units;
-                    const int first = mkg_mk_first(base);
-                    if (first < items)
-                        mkg_mk_gate(&a, o);
-                    for (int u = first; u < items; u += grid)
+                    for (int u = mkg_mk_first(base); u < items; u += grid)
                         mkg_dispatch_produce<1>(p, s, m, u, &ring, &sm);
                 } else {
                     items = mkg_mk_items(&op, &a.cfg, a.m, a.prefill, a.attn_split);

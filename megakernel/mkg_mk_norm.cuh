@@ -55,10 +55,13 @@ static __device__ __forceinline__ uint4 mkg_norm_scale8(uint4 x, uint4 g, float 
 
 // y = bf16(x * rsqrt(mean(x^2) + eps) * g) for the chunks of virtual threads v0, v0 + step, ...
 static __device__ __forceinline__ void mkg_norm_scale(const uint4 *x, const uint4 *g, uint4 *y, int chunks, int v0,
-                                                      int step, float rs)
+                                                      int step, float rs, bool dry)
 {
-    for (int c = v0; c < chunks; c += step)
-        y[c] = mkg_norm_scale8(__ldcg(x + c), __ldg(g + c), rs);
+    for (int c = v0; c < chunks; c += step) {
+        const uint4 v = mkg_norm_scale8(__ldcg(x + c), __ldg(g + c), rs);
+        if (!dry)
+            y[c] = v;
+    }
 }
 
 // Asks the L2 for the norm weight g (h bf16, 16-byte aligned), one request per 128-byte line,
@@ -84,10 +87,11 @@ static __device__ __forceinline__ float mkg_norm_rs(float s, float *red, int war
 }
 
 // Rows row0 .. row0+rows-1 of x (row stride h, a multiple of 8) into y. red: 8 floats
-// of shared memory. Ends with a group barrier.
+// of shared memory. Ends with a group barrier. dry: the same code without the stores of y
+// (run before x is ready, to bring the instructions into the SM; see mkg_op_attention_decode).
 static __device__ __forceinline__ void mkg_op_rmsnorm_rows(const __nv_bfloat16 *x, const __nv_bfloat16 *g,
                                                            __nv_bfloat16 *y, int row0, int rows, int h, float eps,
-                                                           float *red, int tid, int bar)
+                                                           float *red, int tid, int bar, bool dry = false)
 {
     const int warp = tid >> 5, lane = tid & 31, chunks = h >> 3;
     const uint4 *gw = (const uint4 *)g;
@@ -101,8 +105,9 @@ static __device__ __forceinline__ void mkg_op_rmsnorm_rows(const __nv_bfloat16 *
             const uint4 gv = tid < chunks ? __ldg(gw + tid) : zero;
             const float rs = mkg_norm_rs(mkg_norm_butterfly(tid < chunks ? mkg_norm_ss8(xv, 0.0f) : 0.0f), red,
                                          warp, lane, h, eps, bar);
-            if (tid < chunks)
-                ((uint4 *)(y + (size_t)(row0 + r) * h))[tid] = mkg_norm_scale8(xv, gv, rs);
+            const uint4 yv = mkg_norm_scale8(xv, gv, rs);
+            if (tid < chunks && !dry)
+                ((uint4 *)(y + (size_t)(row0 + r) * h))[tid] = yv;
             mkg_bar_sync_any(bar, MKG_OP_THREADS);          // red is reused by the next row
         }
     } else if (rows < 8) {
@@ -110,7 +115,7 @@ static __device__ __forceinline__ void mkg_op_rmsnorm_rows(const __nv_bfloat16 *
             const uint4 *xr = (const uint4 *)(x + (size_t)(row0 + r) * h);
             const float rs = mkg_norm_rs(mkg_norm_butterfly(mkg_norm_partial(xr, chunks, tid)), red, warp, lane, h,
                                          eps, bar);
-            mkg_norm_scale(xr, gw, (uint4 *)(y + (size_t)(row0 + r) * h), chunks, tid, MKG_OP_THREADS, rs);
+            mkg_norm_scale(xr, gw, (uint4 *)(y + (size_t)(row0 + r) * h), chunks, tid, MKG_OP_THREADS, rs, dry);
             mkg_bar_sync_any(bar, MKG_OP_THREADS);          // red is reused by the next row
         }
     } else {
@@ -123,7 +128,7 @@ static __device__ __forceinline__ void mkg_op_rmsnorm_rows(const __nv_bfloat16 *
                 ss = w == 0 ? s : ss + s;
             }
             const float rs = rsqrtf(ss / (float)h + eps);
-            mkg_norm_scale(xr, gw, (uint4 *)(y + (size_t)(row0 + r) * h), chunks, lane, 32, rs);
+            mkg_norm_scale(xr, gw, (uint4 *)(y + (size_t)(row0 + r) * h), chunks, lane, 32, rs, dry);
         }
         mkg_bar_sync_any(bar, MKG_OP_THREADS);
     }

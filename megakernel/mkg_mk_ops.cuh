@@ -171,13 +171,15 @@ struct mkg_op_kv16 {
 
 // Issues the loads of block blk into *b (zeros when blk >= blk_end: nothing is read). With
 // kl = kc + 8 gid + tig, vl = vc + 16 tig + gid (the lane's uint4 of block 0): cache rows < pos
-// by __ldg (written by earlier launches, so this half may run before the item's input is
-// ready); rows >= pos zeros (masked; V must stay finite: p = 0 times NaN would be NaN).
+// by __ldg (written by earlier launches); row pos from scratch (this op's k, v; called after
+// the barrier that publishes them); rows > pos zeros (masked; V must stay finite: p = 0 times
+// NaN would be NaN).
 // NOTE: predicated loads, no branches around them: with a uniform fast path and a patch of
 // row pos at consume time, ptxas spilled the in-flight blocks inside the megakernel's item
 // function (this form: no spills there).
-static __device__ __forceinline__ void mkg_op_decode_load_cache(mkg_op_kv16 *b, const uint4 *kl, const uint4 *vl,
-                                                                int blk, int blk_end, int pos, int gid, int tig)
+static __device__ __forceinline__ void mkg_op_decode_load(mkg_op_kv16 *b, const uint4 *kl, const uint4 *vl, int blk,
+                                                          int blk_end, int pos, const uint4 *s_k4, const uint4 *s_v4,
+                                                          int gid, int tig)
 {
     const uint32_t off = (uint32_t)blk * 128u;   // 128 uint4 (16 rows) a block
     const uint4 *kp = kl + off, *vp = vl + off;
@@ -195,15 +197,6 @@ static __device__ __forceinline__ void mkg_op_decode_load_cache(mkg_op_kv16 *b, 
         b->k[i] = x;
         b->v[i] = y;
     }
-}
-
-// Row pos of block blk (this op's k and v, from scratch; after the barrier that publishes them).
-static __device__ __forceinline__ void mkg_op_decode_patch(mkg_op_kv16 *b, int blk, int blk_end, int pos,
-                                                           const uint4 *s_k4, const uint4 *s_v4, int gid, int tig)
-{
-    const int rk = 16 * blk + gid, rv = 16 * blk + 2 * tig;
-    const int kr[4] = {rk, rk, rk + 8, rk + 8};
-    const int vr[4] = {rv, rv + 1, rv + 8, rv + 9};
     if (16 * blk + 15 >= pos && blk < blk_end) {   // warp-uniform: the block holding pos
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
@@ -213,14 +206,6 @@ static __device__ __forceinline__ void mkg_op_decode_patch(mkg_op_kv16 *b, int b
                 b->v[i] = s_v4[gid];
         }
     }
-}
-
-static __device__ __forceinline__ void mkg_op_decode_load(mkg_op_kv16 *b, const uint4 *kl, const uint4 *vl, int blk,
-                                                          int blk_end, int pos, const uint4 *s_k4, const uint4 *s_v4,
-                                                          int gid, int tig)
-{
-    mkg_op_decode_load_cache(b, kl, vl, blk, blk_end, pos, gid, tig);
-    mkg_op_decode_patch(b, blk, blk_end, pos, s_k4, s_v4, gid, tig);
 }
 
 /* 2^x by ex2.approx.ftz (one MUFU op; exp2f adds a subnormal range fix-up): 2^-inf = +0. */
@@ -394,25 +379,6 @@ static __device__ __forceinline__ void mkg_op_attention_decode_prefetch(const mk
     }
 }
 
-// The cache half (mkg_op_decode_load_cache) of thread tid's warp's first block, callable on its
-// own before the item's input is ready; mkg_op_attention_decode(..., pre) then uses it as its
-// first in-flight block instead of loading it after the RoPE step.
-static __device__ __forceinline__ void mkg_op_attention_decode_preload(const mkg_model_config *cfg, int layer,
-                                                                       int seq, int pos, int g,
-                                                                       const __nv_bfloat16 *k_cache,
-                                                                       const __nv_bfloat16 *v_cache, int tid,
-                                                                       int part, mkg_op_kv16 *pre)
-{
-    const size_t cbase = mkg_op_cache_base(cfg, layer, seq, g);
-    const int warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
-    const int nb = (pos + 16) >> 4;
-    int blk0, blk1;
-    mkg_op_decode_span(nb, part, warp, &blk0, &blk1);
-    const uint4 *kl = (const uint4 *)(k_cache + cbase) + 8 * gid + tig;
-    const uint4 *vl = (const uint4 *)(v_cache + cbase) + 16 * tig + gid;
-    mkg_op_decode_load_cache(pre, kl, vl, blk0, blk1, pos, gid, tig);
-}
-
 // A range's partial completed in place: l summed over gid (xor 4, 8, 16), O = bf16 part +
 // remainder part (xor 2, bit-identical in both lanes).
 static __device__ __forceinline__ void mkg_op_decode_complete(float acc[4][4], float l[2])
@@ -481,9 +447,7 @@ static __device__ __forceinline__ void mkg_op_decode_final(const float *o, const
 // mkg_op_attention_decode_prefetch, e.g. before the qkv row was ready; phase: thread 0 stamps
 // the ends of steps 1, 4 and 5 there, for a timeline; rope_cs: this thread's RoPE cos / sin of
 // pos, computed by the caller, e.g. before the wait), so HBM latency overlaps the prologue and
-// the whole range streams at once (pre: the cache half of the warp's first block, loaded by the
-// caller with mkg_op_attention_decode_preload before the wait, where the L2 prefetch alone
-// may be evicted by the weight stream before it is read); the warp then keeps MKG_OP_DECODE_DEPTH blocks in flight in
+// the whole range streams at once; the warp then keeps MKG_OP_DECODE_DEPTH blocks in flight in
 // registers (a ring: a block's registers are reloaded with block + DEPTH once consumed; mostly
 // L2 hits by then). Per block, tensor cores (mma.sync bf16, FP32 accumulation) compute the
 // scores of 16 positions x 4 heads and add P V into the warp's O^T (64 dims x 4 heads); q and p
@@ -514,7 +478,7 @@ static __device__ __forceinline__ bool mkg_op_attention_decode(const mkg_model_c
                                                                volatile unsigned long long *phase = nullptr,
                                                                const float2 *rope_cs = nullptr, int part = -1,
                                                                float *ws = nullptr, unsigned int *ctr = nullptr,
-                                                               const mkg_op_kv16 *pre = nullptr, bool dry = false)
+                                                               bool dry = false)
 {
     const int G = cfg->q_heads / cfg->kv_heads;
     const int qkv_n = (cfg->q_heads + 2 * cfg->kv_heads) * MKG_OP_HEAD_DIM;
@@ -635,14 +599,8 @@ static __device__ __forceinline__ bool mkg_op_attention_decode(const mkg_model_c
         for (int e = 0; e < 4; ++e)
             go[i][e] = 0.0f;
     mkg_op_kv16 buf[MKG_OP_DECODE_DEPTH];
-    if (pre) {
-        buf[0] = *pre;
-        mkg_op_decode_patch(&buf[0], blk0, blk1, pos, s_k4, s_v4, gid, tig);
-    } else {
-        mkg_op_decode_load(&buf[0], kl, vl, blk0, blk1, pos, s_k4, s_v4, gid, tig);
-    }
 #pragma unroll
-    for (int d = 1; d < MKG_OP_DECODE_DEPTH; ++d)
+    for (int d = 0; d < MKG_OP_DECODE_DEPTH; ++d)
         mkg_op_decode_load(&buf[d], kl, vl, blk0 + d, blk1, pos, s_k4, s_v4, gid, tig);
     for (int b0 = blk0; b0 < blk1; b0 += MKG_OP_DECODE_DEPTH) {
 #pragma unroll
