@@ -62,9 +62,10 @@ static __device__ __forceinline__ void mkg_mk_stamp(const mkg_mk_args *a, int *k
 
 // Thread 0, timeline on: when the item's input was complete goes to the scratch word
 // *t_ready (in shared memory: a register held across the op spilled).
-// first: the CTA's first item of this task (see "Warm" below).
+// lone: the task has no more items than the grid has CTAs, so this is the CTA's only item of
+// it, reached early (see "Warm" below).
 static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int task, const mkg_mk_op *op, int item,
-                                                    unsigned char *scratch, int tid, bool first)
+                                                    unsigned char *scratch, int tid, bool lone)
 {
     const mkg_model_config *c = &a->cfg;
     volatile unsigned int *flag = (volatile unsigned int *)(scratch + MKG_LAUNCH_EPI_BYTES - 16);
@@ -98,13 +99,17 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
         if (a->opts & MKG_MK_OPT_ROPE_EARLY)
             mkg_op_rope_cs(__ldg(a->pos + t), tid & 31, c->rope_theta, &rope.x, &rope.y);
     }
-    // Warm (decode attention and norms, the CTA's first item of the task, MKG_MK_OPT_WARM): the
+    // Warm (decode attention and norms of <= 8 rows, a lone item, MKG_MK_OPT_WARM): the
     // GEMMs in between have pushed this code out of the SM's instruction cache (and their weight
     // stream out of the L2). If the input is not complete yet, pass 0 runs the op dry (no global
     // stores) while it would only wait, and pass 1 waits and runs it; if it is complete, pass 1
     // runs it at once without a second look. One copy of the op's code serves both passes.
+    // NOTE: only where the dry pass is short: with every CTA on its first of ~4 items (decode
+    // batch 64) or a 64-row norm, the input came ready during the dry pass and the step got 16%
+    // slower (bench/NOTES.md, mk-v11).
     const bool forced = task == a->force_task && a->force_extra;
-    const bool warm = first && !a->prefill && (a->opts & MKG_MK_OPT_WARM) && op->dep >= 0 && !forced;
+    const bool warm = lone && !a->prefill && (a->opts & MKG_MK_OPT_WARM) && op->dep >= 0 && !forced &&
+                      (op->kind != MKG_MK_NORM || r1 - r0 <= 8);
     const unsigned int per_row = op->dep >= 0 ? (unsigned int)a->ops[op->dep].out_cols : 0u;
     const unsigned int *ctr = op->dep >= 0 ? a->counters + (size_t)op->dep * a->rb_max : nullptr;
     int pass = 1;
@@ -256,7 +261,7 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                 items = mkg_mk_items(&op, &a.cfg, a.m, a.prefill, a.attn_split);
                 for (int i = mkg_mk_first(base); i < items; i += grid) {
                     const uint64_t t0 = a.timeline ? mkg_globaltimer() : 0;
-                    mkg_mk_run_item(&a, o, &op, i, scratch, tid, i == mkg_mk_first(base));
+                    mkg_mk_run_item(&a, o, &op, i, scratch, tid, items <= grid);
                     if (tid == 0)
                         mkg_mk_stamp(&a, &stamps, o, i, t0,
                                      *(volatile unsigned long long *)(scratch + MKG_MK_READY_AT),
