@@ -60,10 +60,11 @@ static __device__ __forceinline__ void mkg_mk_stamp(const mkg_mk_args *a, int *k
 
 // ---- norm and attention items (256 consumer threads) ---------------------------------------
 
-// Thread 0, timeline on: when the item's input was complete goes to the scratch word
-// *t_ready (in shared memory: a register held across the op spilled).
+// Thread 0, timeline on: when the item's input was complete goes to the scratch word at
+// MKG_MK_READY_AT (in shared memory: a register held across the op spilled); after a dry pass
+// that is when the wait after it returned, so input that landed during the dry pass reads late.
 // lone: the task has no more items than the grid has CTAs, so this is the CTA's only item of
-// it, reached early (see "Warm" below).
+// it, usually reached while its input is still being made (see "Warm" below).
 static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int task, const mkg_mk_op *op, int item,
                                                     unsigned char *scratch, int tid, bool lone)
 {
@@ -104,6 +105,9 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
     // stream out of the L2). If the input is not complete yet, pass 0 runs the op dry (no global
     // stores) while it would only wait, and pass 1 waits and runs it; if it is complete, pass 1
     // runs it at once without a second look. One copy of the op's code serves both passes.
+    // Thread 0 rewrites the flag after pass 0 only because both ops hold group barriers that
+    // every thread passes after reading it. Forced-stall items (a test hook) do not warm, so
+    // Megakernel.ForcedStallIsACleanErrorWithinASecond does not cover a dry pass before a stall.
     // NOTE: only where the dry pass is short: with every CTA on its first of ~4 items (decode
     // batch 64) or a 64-row norm, the input came ready during the dry pass and the step got 16%
     // slower (bench/NOTES.md, mk-v11).

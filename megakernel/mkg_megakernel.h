@@ -35,6 +35,8 @@ extern "C" {
 #define MKG_MK_OPT_B_EVICT_FIRST 32u /* GEMM weights with an L2 evict-first hint (MKG_DEPS_B_EVICT_FIRST) */
 #define MKG_MK_OPT_ROPE_EARLY 64u    /* decode attention: the RoPE cos / sin of pos before the wait */
 #define MKG_MK_OPT_ATTN_SPLIT 128u   /* decode attention of small steps in MKG_MK_ATTN_PARTS parts (mkg_mk_graph.h) */
+/* Bits 256, 512 (a weight-prefetch gate) and 1024 (a first-block preload) were session-20
+ * experiments, measured slower or flat and removed (bench/NOTES.md, mk-v11); they are ignored. */
 #define MKG_MK_OPT_WARM 2048u       /* decode attention, small norms: lone items run dry before the wait when the input is not ready */
 #define MKG_MK_OPT_DEFAULT 2275u /* 1 2 32 64 128 2048; the L2 tail measured slower (bench/NOTES.md, mk-v7, mk-v9) */
 

@@ -396,7 +396,8 @@ static __device__ __forceinline__ void mkg_op_decode_complete(float acc[4][4], f
             acc[i][e] += __shfl_xor_sync(0xFFFFFFFFu, acc[i][e], 2);
 }
 
-// The last fold (over groups) and the store, by thread (h = tid / 64, d = tid % 64), h < G:
+// The last fold (over groups) and the store (st = false: the fold only, for a dry pass), by
+// thread (h = tid / 64, d = tid % 64), h < G:
 // group partials at o[(grp 4 + h) 64 + d], m[grp 4 + h], l[grp 4 + h] (shared memory, or the
 // workspace: CG = true reads bypass L1, written by other CTAs in this launch).
 template <bool CG>
