@@ -458,8 +458,8 @@ static __device__ __forceinline__ void mkg_op_decode_final(const float *o, const
 //
 // dry: the same code with every global store, the cache append and the counter left out (the
 // reads go on, of whatever is there): run before the item's input is ready, it brings the op's
-// instructions into the SM's instruction cache, which the weight stream of the GEMMs in between
-// has evicted (pass phase = nullptr). Scratch is left undefined.
+// instructions into the SM's instruction cache, out of which the GEMM code run in between has
+// pushed them (pass phase = nullptr). Scratch is left undefined.
 //
 // Scratch (MKG_OP_DECODE_SCRATCH_BYTES):
 //   [0, 1024)     q    (4, 64) FP32, rotated, times 0.125 log2(e)
