@@ -6,7 +6,7 @@
 #   MKG_STAGES   comma list of stages to run (default: build,sass,test,sanitize,bench; also probe
 #                (tools/launch_probe.cu), mk, mkopts (the demo per MKG_MK_OPTS_LIST value or MKG_MK_CASES
 #                entry), sq8192 (square_8192 bf16, MKG_SQ_RUNS runs), ncu, ncusrc, ncustall, cubsrc, ncumk (the
-#                megakernel's stall reasons by source line))
+#                megakernel's sampled stall reasons))
 #   MKG_BENCH_ARGS extra arguments for mkg_bench_gemm (e.g. "--only square_8192 --pdl 1"); MKG_BENCH_DTYPES
 #                ("bf16 fp16" by default; add tf32 for fp32 operands with tf32 math)
 #   MKG_NCU_ONLY  shape for the ncu stage (square_8192)
@@ -212,8 +212,9 @@ if has cubsrc; then
 fi
 if has ncumk; then
   # The megakernel under Nsight Compute: one decode step (MKG_NCU_MK_SKIP megakernel launches skipped
-  # first: 2 = the demo's first checked decode b1 step), WarpStateStats + SourceCounters with line info;
-  # the stall-reason table and tools/ncu_mk_summary.py's per-file / per-line condensation.
+  # first: 2 = the demo's first checked decode b1 step), WarpStateStats + SourceCounters + the sampled
+  # stall reasons; tools/ncu_mk_summary.py condenses them (whole-kernel reasons, 2 KB code windows, top
+  # SASS instructions).
   say "ncu megakernel"
   rep=/tmp/ncu_mk
   timeout 400 ncu --clock-control none -k regex:mkg_megakernel_sm90 --launch-skip "${MKG_NCU_MK_SKIP:-2}" \
