@@ -6,7 +6,8 @@
 #   MKG_STAGES   comma list of stages to run (default: build,sass,test,sanitize,bench; also probe
 #                (tools/launch_probe.cu), mk, mkopts (the demo per MKG_MK_OPTS_LIST value or MKG_MK_CASES
 #                entry), sq8192 (square_8192 bf16, MKG_SQ_RUNS runs), ncu, ncusrc, ncustall, cubsrc, ncumk (the
-#                megakernel's sampled stall reasons))
+#                megakernel's sampled stall reasons), benchx (a second GEMM benchmark pass: MKG_BENCHX_ARGS,
+#                MKG_BENCHX_DTYPES))
 #   MKG_BENCH_ARGS extra arguments for mkg_bench_gemm (e.g. "--only square_8192 --pdl 1"); MKG_BENCH_DTYPES
 #                ("bf16 fp16" by default; add tf32 for fp32 operands with tf32 math)
 #   MKG_NCU_ONLY  shape for the ncu stage (square_8192)
@@ -158,6 +159,17 @@ if has bench; then
   : >"$out/bench.txt"
   for dt in ${MKG_BENCH_DTYPES:-bf16 fp16}; do
     cat "$out/bench_$dt.txt" >>"$out/bench.txt" && rm -f "$out/bench_$dt.txt"
+  done
+fi
+if has benchx; then
+  # A second benchmark pass with its own arguments (e.g. issue 4's decode rows under another K-chunk
+  # policy): MKG_BENCHX_ARGS, MKG_BENCHX_DTYPES (bf16); JSON gemm_x_$dt.json, its log appended to bench.txt.
+  say "gemm benchmark x (${MKG_BENCHX_ARGS:-})"
+  for dt in ${MKG_BENCHX_DTYPES:-bf16}; do
+    timeout 900 "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" --dtype $dt \
+      --out "$out/gemm_x_$dt.json" --commit "$commit" ${MKG_BENCHX_ARGS:-} >"/tmp/bench_x_$dt.txt" 2>&1
+    say "bench x $dt rc=$?"; tail -8 "/tmp/bench_x_$dt.txt" | tee -a "$log"
+    { echo "#### bench x $dt: ${MKG_BENCHX_ARGS:-}"; cat "/tmp/bench_x_$dt.txt"; } >>"$out/bench.txt"
   done
 fi
 if has ncu; then

@@ -106,13 +106,14 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
     // stores) while it would only wait, and pass 1 waits and runs it; if it is complete, pass 1
     // runs it at once without a second look. One copy of the op's code serves both passes.
     // Thread 0 rewrites the flag after pass 0 only because both ops hold group barriers that
-    // every thread passes after reading it. Forced-stall items (a test hook) do not warm, so
-    // Megakernel.ForcedStallIsACleanErrorWithinASecond does not cover a dry pass before a stall.
+    // every thread passes after reading it. A forced-stall item (a test hook) never counts as
+    // ready, so where it warms, Megakernel.ForcedStallIsACleanErrorWithinASecond runs a dry pass
+    // before the stall.
     // NOTE: only where the dry pass is short: with every CTA on its first of ~4 items (decode
     // batch 64) or a 64-row norm, the input came ready during the dry pass and the step got 16%
     // slower (bench/NOTES.md, mk-v11).
     const bool forced = task == a->force_task && a->force_extra;
-    const bool warm = lone && !a->prefill && (a->opts & MKG_MK_OPT_WARM) && op->dep >= 0 && !forced &&
+    const bool warm = lone && !a->prefill && (a->opts & MKG_MK_OPT_WARM) && op->dep >= 0 &&
                       (op->kind != MKG_MK_NORM || r1 - r0 <= 8);
     const unsigned int per_row = op->dep >= 0 ? (unsigned int)a->ops[op->dep].out_cols : 0u;
     const unsigned int *ctr = op->dep >= 0 ? a->counters + (size_t)op->dep * a->rb_max : nullptr;
@@ -120,7 +121,7 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
     bool wait = true;
     if (warm) {
         if (tid == 0) {
-            const bool ready = mkg_dep_ready_rows(ctr, per_row, a->m, r0, r1);
+            const bool ready = !forced && mkg_dep_ready_rows(ctr, per_row, a->m, r0, r1);
             *flag = ready ? 2u : 0u;
             if (ready && a->timeline)
                 *(volatile unsigned long long *)(scratch + MKG_MK_READY_AT) = mkg_globaltimer();
