@@ -10,7 +10,8 @@ ONE.json was run with --kc-policy one (KC = K for every layer), DECODE.json with
   fast       the faster of the two for this row (fast mode may pick KC per M, so its
              bits move with M)
 cuBLASLt is the better of the two runs' best. Prints the figures issue 4 asks for and
-writes the merged rows."""
+writes the merged rows. --pdl: our times are the oracle under PDL launches (oracle_pdl_us;
+both runs made with mkg_bench_gemm --pdl 1 or 2); cuBLASLt is launched as it launches."""
 import argparse
 import json
 import math
@@ -27,7 +28,9 @@ def main():
     ap.add_argument("one")
     ap.add_argument("decode")
     ap.add_argument("--out")
+    ap.add_argument("--pdl", action="store_true", help="use oracle_pdl_us / oracle_pdl_schedule")
     a = ap.parse_args()
+    us, sched = ("oracle_pdl_us", "oracle_pdl_schedule") if a.pdl else ("oracle_us", "oracle_schedule")
     one = json.load(open(a.one))
     dec = json.load(open(a.decode))
     if one.get("kc_policy", "one") != "one" or dec.get("kc_policy") != "decode":
@@ -37,15 +40,15 @@ def main():
     rows = []
     for d in dec["rows"]:
         o = by.get(key(d))
-        if o is None:
+        if o is None or o.get(us) is None or d.get(us) is None:
             continue
         lt = min(o["cublas_best_us"], d["cublas_best_us"])
         rows.append({
             "shape": d["shape"], "dtype": d["dtype"], "M": d["M"], "N": d["N"], "K": d["K"],
             "kc_one": o["kc"], "kc_decode": d["kc"],
-            "one_us": o["oracle_us"], "one_schedule": o["oracle_schedule"],
-            "invariant_us": d["oracle_us"], "invariant_schedule": d["oracle_schedule"],
-            "fast_us": min(o["oracle_us"], d["oracle_us"]),
+            "one_us": o[us], "one_schedule": o[sched],
+            "invariant_us": d[us], "invariant_schedule": d[sched],
+            "fast_us": min(o[us], d[us]),
             "cublas_best_us": lt,
             "weight_bytes": d["N"] * d["K"] * (4 if d["dtype"] == "fp32" else 2),
         })
@@ -53,6 +56,7 @@ def main():
         sys.exit("kc_modes: the two runs share no rows")
     copy = dec.get("copy_gbps") or one.get("copy_gbps")
     chunked = {(r["shape"], r["N"], r["K"]) for r in rows if r["kc_decode"] < r["K"]}
+    print(f"times: {us} (pdl: {dec.get('pdl', 'off')})")
     print(f"{len(rows)} rows; layers the decode policy chunks: "
           + ", ".join(f"{s} (K {k} -> KC {next(r['kc_decode'] for r in rows if r['shape'] == s)})"
                       for s, n, k in sorted(chunked)))
@@ -89,7 +93,8 @@ def main():
                   f"{r['invariant_schedule']}")
     if a.out:
         with open(a.out, "w") as f:
-            json.dump({"one": {"commit": one["commit"], "date": one["date"]},
+            json.dump({"times": us, "pdl": dec.get("pdl", "off"),
+                       "one": {"commit": one["commit"], "date": one["date"]},
                        "decode": {"commit": dec["commit"], "date": dec["date"]},
                        "gpu": dec["gpu"], "copy_gbps": copy, "rows": rows}, f, indent=1)
         print(f"wrote {a.out}")
