@@ -45,7 +45,7 @@ static void mkg_bench_usage(FILE *f)
     fprintf(f,
             "usage: mkg_bench_gemm --out PATH [--shapes FILE] [--dtype bf16|fp16|all] [--commit STR]\n"
             "                      [--replays N] [--only NAME[,NAME..]] [--max-m N] [--min-m N]\n"
-            "                      [--table FILE] [--autotune-out FILE] [--pdl 1|2] [--sustain MS]\n"
+            "                      [--table FILE] [--autotune-out FILE] [--pdl 0|1] [--sustain MS]\n"
             "                      [--dispatch-grid sms|units] [--kc-policy one|decode] [--block-scales 0|1]\n"
             "  --out PATH      results JSON to write (required)\n"
             "  --shapes FILE   shapes CSV `name,N,K,M values` (default %s)\n"
@@ -61,9 +61,8 @@ static void mkg_bench_usage(FILE *f)
             "  --table FILE    also dispatch from this table file (written by --autotune-out for the\n"
             "                  same shapes file and GPU): JSON tuned_schedule, tuned_us; if it does not\n"
             "                  load, says why and runs the cost model only\n"
-            "  --pdl 1|2       1: also time every schedule launched with programmatic dependent launch\n"
-            "                  (MKG_LAUNCH_FLAG_PDL): JSON oracle_pdl_*, schedules_pdl (default 0);\n"
-            "                  2: the same with MKG_LAUNCH_FLAG_PDL_B_EARLY (weights before the wait)\n"
+            "  --pdl 0|1       1: also time every schedule launched with programmatic dependent launch\n"
+            "                  (MKG_LAUNCH_FLAG_PDL): JSON oracle_pdl_*, schedules_pdl (default 0)\n"
             "  --sustain MS    > 0: then replay the oracle and cuBLASLt's best alone for MS ms each,\n"
             "                  sampling SM clock and power through NVML: JSON sustained (default 0)\n"
             "  --dispatch-grid sms|units  the dispatch kernel's grid: one CTA per SM (default, what a\n"
@@ -138,13 +137,8 @@ static void mkg_bench_parse_args(int argc, char **argv, mkg_bench_args *a)
             a->min_m = mkg_bench_int_arg(flag, value);
         else if (strcmp(flag, "--max-m") == 0)
             a->max_m = mkg_bench_int_arg(flag, value);
-        else if (strcmp(flag, "--pdl") == 0) {
-            a->pdl = mkg_bench_int_arg(flag, value);
-            if (a->pdl > 2) {
-                fprintf(stderr, "mkg_bench_gemm: --pdl wants 1 or 2, got '%s'\n", value);
-                exit(1);
-            }
-        }
+        else if (strcmp(flag, "--pdl") == 0)
+            a->pdl = mkg_bench_int_arg(flag, value) != 0;
         else if (strcmp(flag, "--sustain") == 0)
             a->sustain_ms = mkg_bench_int_arg(flag, value);
         else if (strcmp(flag, "--dispatch-grid") == 0) {

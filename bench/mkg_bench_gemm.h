@@ -40,8 +40,7 @@ typedef struct mkg_bench_cfg {
     cublasLtHandle_t lt;
     void *workspace;            /* MKG_BENCH_WORKSPACE_BYTES of device memory */
     float *fp8_scales;          /* device: e4m3 rows' per-tensor scales of A and B (cuBLASLt reads them) */
-    int pdl;                    /* 1: also time every schedule launched with MKG_LAUNCH_FLAG_PDL;
-                                   2: with MKG_LAUNCH_FLAG_PDL | MKG_LAUNCH_FLAG_PDL_B_EARLY */
+    int pdl;                    /* 1: also time every schedule launched with MKG_LAUNCH_FLAG_PDL */
     int sustain_ms;             /* > 0: also run the oracle and cuBLASLt's best alone this long each,
                                    sampling the SM clock and board power (mkg_bench_sustain) */
     int dispatch_grid_units;    /* 1: the dispatch kernel launches min(SMs, units of the planned

@@ -507,8 +507,7 @@ typedef enum mkg_bench_kind {
     MKG_BENCH_MKGEMM = 0,       /* id: mkgemm schedule, host-launched */
     MKG_BENCH_CUBLAS = 1,       /* id: index into the cuBLASLt heuristic candidates */
     MKG_BENCH_DISPATCH = 2,     /* id: index into p->table, run by the device dispatcher */
-    MKG_BENCH_MKGEMM_PDL = 3    /* id: mkgemm schedule, launched with MKG_LAUNCH_FLAG_PDL (--pdl 2: and
-                                   MKG_LAUNCH_FLAG_PDL_B_EARLY) */
+    MKG_BENCH_MKGEMM_PDL = 3    /* id: mkgemm schedule, launched with MKG_LAUNCH_FLAG_PDL */
 } mkg_bench_kind;
 
 typedef struct mkg_bench_cand {
@@ -527,11 +526,7 @@ static void mkg_bench_enqueue(const mkg_bench_cfg *cfg, const mkg_bench_problem 
 {
     const mkg_bench_set *s = &p->sets[set];
     if (c.kind == MKG_BENCH_MKGEMM || c.kind == MKG_BENCH_MKGEMM_PDL) {
-        /* --pdl 2: B (the weights) is never written by the timed chain, so its first
-         * stages may load before the wait. */
-        const unsigned int flags = c.kind != MKG_BENCH_MKGEMM_PDL ? 0u
-                                   : cfg->pdl == 2        ? MKG_LAUNCH_FLAG_PDL | MKG_LAUNCH_FLAG_PDL_B_EARLY
-                                                          : MKG_LAUNCH_FLAG_PDL;
+        const unsigned int flags = c.kind == MKG_BENCH_MKGEMM_PDL ? MKG_LAUNCH_FLAG_PDL : 0u;
         MKG_BENCH_MKG_CHECK(mkg_gemm_launch_ex(s->op, c.id, 0, flags, cfg->stream));
         return;
     }
@@ -1623,12 +1618,10 @@ int mkg_bench_write_json(const char *path, const mkg_bench_cfg *cfg, const mkg_b
         fputs("null", f);
     /* dispatch_kernel false: a MKG_BENCH_DISPATCH=OFF build, whose "dispatched" figures are the oracle's. */
     fprintf(f, ",\n  \"l2_bytes\": %d,\n  \"replays\": %d,\n  \"dispatch_kernel\": %s,\n  \"dispatch_grid\": \"%s\","
-               "\n  \"kc_policy\": \"%s\",\n  \"kc_min\": %d,\n  \"block_scales\": %s,\n  \"pdl\": \"%s\","
-               "\n  \"copy_gbps\": ",
+               "\n  \"kc_policy\": \"%s\",\n  \"kc_min\": %d,\n  \"block_scales\": %s,\n  \"copy_gbps\": ",
             cfg->l2_bytes, cfg->replays, mkg_bench_dispatch_available() ? "true" : "false",
             cfg->dispatch_grid_units ? "units" : "sms", cfg->kc_policy == MKG_BENCH_KC_DECODE ? "decode" : "one",
-            cfg->kc_min > 0 ? cfg->kc_min : MKG_PLAN_MIN_KC, cfg->block_scales ? "true" : "false",
-            cfg->pdl == 2 ? "b_early" : cfg->pdl ? "plain" : "off");
+            cfg->kc_min > 0 ? cfg->kc_min : MKG_PLAN_MIN_KC, cfg->block_scales ? "true" : "false");
     mkg_json_number(f, "%.1f", cfg->copy_gbps > 0.0 ? cfg->copy_gbps : NAN);
     fputs(",\n  \"table\": ", f);
     if (meta->table) {

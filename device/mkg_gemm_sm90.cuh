@@ -39,7 +39,7 @@ static_assert(MKG_LAUNCH_THREADS == 128 * (1 + MKG_LAUNCH_CONSUMERS), "one produ
 static_assert(MKG_LAUNCH_CONSUMERS * 128 * MKG_LAUNCH_CONSUMER_REGS + 128 * MKG_LAUNCH_PRODUCER_REGS <= 65536,
               "setmaxnreg split exceeds the register file");
 static_assert(MKG_LAUNCH_SMEM_BYTES <= 227 * 1024, "shared memory budget exceeds sm_90's 227 KB");
-static_assert(sizeof(mkg_gemm_params) + 4 * sizeof(int) <= 4096,
+static_assert(sizeof(mkg_gemm_params) + 3 * sizeof(int) <= 4096,
               "the shipped kernel takes mkg_gemm_params by value: 4 KB of kernel parameters");
 
 // Every schedule row compiles against the launch shape (mkg_shape's asserts). A row's TK is
@@ -68,11 +68,9 @@ MKG_SCHEDULE_LIST(MKG_X_CHECK)
 // OT >= 0: C is of type OT with a plain store, known at compile time (mkg_epilogue_store);
 // OT < 0: output type and epilogue kind are read from the params.
 // KH = 2: each stage holds two K sub-tiles of TK (128-deep stages of 16-bit input).
-// lflags: the launch's MKG_LAUNCH_FLAG_* bits (only MKG_LAUNCH_FLAG_PDL_B_EARLY is read here).
 template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CH, int CL = 1, int PP = 0, int OT = -1, int KH = 1>
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
-mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int raster, int group, int split,
-                         unsigned int lflags)
+mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int raster, int group, int split)
 {
     // NOTE: the params travel by value (kernel parameter space, read through the constant
     // cache; the tensor maps are fetched from there by the TMA unit), not through a pointer
@@ -112,12 +110,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
     // Launched with programmatic stream serialization (MKG_LAUNCH_FLAG_PDL), the set-up above
     // overlapped the previous kernel's tail; nothing reads A, B or the workspace or
     // writes C before that kernel has completed. Otherwise both are no-ops.
-    // MKG_LAUNCH_FLAG_PDL_B_EARLY: B does not depend on that kernel, so the producer thread
-    // issues B of its first unit's first stages (the megakernel's weights-first split,
-    // mkg_gemm_produce_b_first) before its own wait, below; everyone else waits here.
-    const bool b_early = CL == 1 && (lflags & MKG_LAUNCH_FLAG_PDL_B_EARLY) != 0u && first < units;
-    if (!b_early || threadIdx.x != 0)
-        mkg_griddep_wait();
+    mkg_griddep_wait();
     mkg_griddep_launch_dependents();
     if (threadIdx.x == 0)
         MKG_PROBE(1);
@@ -128,22 +121,12 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
             MKG_PROBE(2);
             const CUtensorMap *map_c = &p->c_map[mkg_box_class(SWAP ? S::WN : 64)];   // the epilogue's store box
             for (int u = first; u < units; u += stride) {
-                if constexpr (CL > 1) {
+                if constexpr (CL > 1)
                     mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, CL, !CH>(p, m, u, raster, group, split, &ring, &sm,
                                                                          0);
-                } else if (b_early && u == first) {
-                    // NOTE: a shipped-kernel launch has no deps.wait, so this is the only B-first
-                    // unit; A and everything after it go out once the previous kernel is complete.
-                    int row0, row1;
-                    const int pre = mkg_gemm_produce_b_first<TM, TN, TK, ST, SWAP, !CH, KH>(
-                        p, m, u, raster, group, split, &ring, &sm, &row0, &row1);
-                    mkg_griddep_wait();
-                    mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, 1, !CH, KH>(p, m, u, raster, group, split, &ring,
-                                                                           &sm, pre);
-                } else {
+                else
                     mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP, !CH, KH>(p, m, u, raster, group, split, &ring,
                                                                          &sm);
-                }
                 if (u == first)
                     mkg_prefetch_tensormap(map_c);
             }

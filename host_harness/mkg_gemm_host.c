@@ -239,7 +239,7 @@ mkg_status mkg_gemm_launch_ex(const mkg_gemm_op *op, int s, int grid, unsigned i
         return st;
     if (grid < 0)
         return MKG_ERR_BAD_GRID;
-    if ((flags & ~(MKG_LAUNCH_FLAG_PDL | MKG_LAUNCH_FLAG_GENERIC_EPILOGUE | MKG_LAUNCH_FLAG_PDL_B_EARLY)) != 0u)
+    if ((flags & ~(MKG_LAUNCH_FLAG_PDL | MKG_LAUNCH_FLAG_GENERIC_EPILOGUE)) != 0u)
         return MKG_ERR_BAD_FLAGS;
     const mkg_gemm_desc *d = &op->desc;
     if (mkg_schedule_workspace_bytes(s, d->m, d->n, d->k, d->kc) > (d->workspace ? d->workspace_bytes : 0))
@@ -248,9 +248,7 @@ mkg_status mkg_gemm_launch_ex(const mkg_gemm_op *op, int s, int grid, unsigned i
     const int g = mkg_gemm_launch_grid(op, s, grid);
 
     int raster = info->raster, group = info->group, split = info->split;
-    /* The kernel reads B before its wait only when it waits at all. */
-    unsigned int lflags = (flags & MKG_LAUNCH_FLAG_PDL) ? flags : flags & ~MKG_LAUNCH_FLAG_PDL_B_EARLY;
-    void *args[5] = {(void *)op->host, (void *)&raster, (void *)&group, (void *)&split, (void *)&lflags};
+    void *args[4] = {(void *)op->host, (void *)&raster, (void *)&group, (void *)&split};
     const void *kernel = mkg_kernel_sm90(d->a_type, s, mkg_kernel_variant(d, flags));
     if (!kernel)
         return MKG_ERR_SCHEDULE_INELIGIBLE;

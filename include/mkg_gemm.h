@@ -165,13 +165,6 @@ mkg_status mkg_gemm_launch(const mkg_gemm_op *op, int s, int grid, cudaStream_t 
  *  that reads the output type and epilogue kind at run time instead; both write the same
  *  bits (for tests and measurements). */
 #define MKG_LAUNCH_FLAG_GENERIC_EPILOGUE 2u
-/** With MKG_LAUNCH_FLAG_PDL: B (the N x K operand, a layer's weights) is not written by the
- *  kernel this launch depends on, so the kernel may load B for the first stages of its first
- *  work unit before griddepcontrol.wait; A is still read, and C and the workspace written, only
- *  after that kernel has completed. A chain of layers then streams the next layer's weights
- *  while the previous kernel drains. The bits are the same as without it. Ignored by cluster
- *  rows and without MKG_LAUNCH_FLAG_PDL (nothing then comes before the kernel's wait). */
-#define MKG_LAUNCH_FLAG_PDL_B_EARLY 4u
 mkg_status mkg_gemm_launch_ex(const mkg_gemm_op *op, int s, int grid, unsigned int flags, cudaStream_t stream);
 
 /** CTAs that mkg_gemm_launch(op, s, grid, ...) runs (0 for a bad op, schedule or grid). */

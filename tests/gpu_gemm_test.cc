@@ -548,7 +548,6 @@ TEST_F(Gpu, BlockScaledE4m3AcrossSchedulesSplitsAndPrefixes)
 // launched with MKG_LAUNCH_FLAG_PDL must not read it early, and one that overwrites an
 // input the previous GEMM still reads must not write it early (griddepcontrol.wait), on a
 // plain n256, a chunk-capable n128, a cluster, a ping-pong, a swap and a 128-deep swap row;
-// with MKG_LAUNCH_FLAG_PDL_B_EARLY as well (B's first stages before the producer's wait);
 // unknown flag bits are refused.
 TEST_F(Gpu, PdlLaunchedChainMatchesPlainLaunches)
 {
@@ -556,17 +555,13 @@ TEST_F(Gpu, PdlLaunchedChainMatchesPlainLaunches)
                         MKG_SCHED_m128n256k64_s4_rn_g8_c2,  MKG_SCHED_m128n128k64_s6_rm_g8_pp,
                         MKG_SCHED_m16n128k64_s8_swap_rn_g8, MKG_SCHED_m16n64k128_s8_swap_rn_g8};
     for (int s : rows) {
-        for (unsigned int flags : {0u, MKG_LAUNCH_FLAG_PDL_B_EARLY}) {
-            for (int m : {16, 1000}) {
-                long long mismatch = -1;
-                mkg_status bad = MKG_OK;
-                ASSERT_EQ(mkg_shim_pdl_chain(s, m, 1024, 512, 768, 8, seed_ + (unsigned)m, flags, &mismatch, &bad),
-                          MKG_OK)
-                    << sched_name(s);
-                EXPECT_EQ(mismatch, 0) << sched_name(s) << " M=" << m << " flags=" << flags
-                                       << ": the PDL-launched chain differs";
-                EXPECT_EQ(bad, MKG_ERR_BAD_FLAGS);
-            }
+        for (int m : {16, 1000}) {
+            long long mismatch = -1;
+            mkg_status bad = MKG_OK;
+            ASSERT_EQ(mkg_shim_pdl_chain(s, m, 1024, 512, 768, 8, seed_ + (unsigned)m, &mismatch, &bad), MKG_OK)
+                << sched_name(s);
+            EXPECT_EQ(mismatch, 0) << sched_name(s) << " M=" << m << ": the PDL-launched chain differs";
+            EXPECT_EQ(bad, MKG_ERR_BAD_FLAGS);
         }
     }
 }

@@ -252,7 +252,7 @@ static mkg_gemm_desc mkg_shim_bf16_desc(int m, int n, int k, const void *a, cons
 }
 
 mkg_status mkg_shim_pdl_chain(int s, int m, int n, int k, int n2, int reps, unsigned long long seed,
-                              unsigned int flags, long long *mismatch, mkg_status *bad_flags)
+                              long long *mismatch, mkg_status *bad_flags)
 {
     void *a = NULL, *a2 = NULL, *b = NULL, *b2 = NULL, *c1 = NULL, *c2 = NULL, *c3 = NULL, *ref = NULL, *ref2 = NULL;
     mkg_gemm_op *op1 = NULL, *op2 = NULL, *op1b = NULL, *op2b = NULL;
@@ -310,7 +310,7 @@ mkg_status mkg_shim_pdl_chain(int s, int m, int n, int k, int n2, int reps, unsi
         /* Four PDL launches back to back, no host sync between them. */
         mkg_gemm_op *const chain[4] = {op1, op2, op1b, op2b};
         for (int i = 0; i < 4; ++i) {
-            rc = mkg_gemm_launch_ex(chain[i], s, 0, MKG_LAUNCH_FLAG_PDL | flags, st);
+            rc = mkg_gemm_launch_ex(chain[i], s, 0, MKG_LAUNCH_FLAG_PDL, st);
             if (rc != MKG_OK)
                 goto out;
         }

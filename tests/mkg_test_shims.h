@@ -86,13 +86,12 @@ mkg_status mkg_case_download(const mkg_case *c, void *host);
 /* Two chains of bf16 GEMMs sharing C1: C1 = A . B^T, C2 = C1 . B2^T, then C1 = A2 . B^T,
  * C3 = C1 . B2^T. First with plain launches (the bitwise references for C2 and C3), then
  * `reps` times with C1, C2, C3 poisoned (NaN) and all four GEMMs launched back to back
- * with MKG_LAUNCH_FLAG_PDL | flags: a GEMM that read C1 before its producer finished (NaN), or
- * overwrote C1 while the previous GEMM still read it (C2 from A2's C1), shows. B and B2 are
- * never written, so flags may hold MKG_LAUNCH_FLAG_PDL_B_EARLY.
+ * with MKG_LAUNCH_FLAG_PDL: a GEMM that read C1 before its producer finished (NaN), or
+ * overwrote C1 while the previous GEMM still read it (C2 from A2's C1), shows.
  * *mismatch: elements of C2 and C3 that differ from their references, summed over reps;
  * *bad_flags: the status of a launch with an unknown flag bit. */
 mkg_status mkg_shim_pdl_chain(int s, int m, int n, int k, int n2, int reps, unsigned long long seed,
-                              unsigned int flags, long long *mismatch, mkg_status *bad_flags);
+                              long long *mismatch, mkg_status *bad_flags);
 
 /* Runs `steps` layers (indices in order[], device memory) of an uploaded table in
  * one persistent launch of the dispatch test kernel (bf16 layers; grid CTAs). plain = 1:

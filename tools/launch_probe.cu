@@ -321,8 +321,7 @@ static phase_row run_case(const probe_case *pc, cudaStream_t st)
         derr[i] = mkg_table_error(tables[i]);
     }
     for (int i = 0; i < launches; ++i) {
-        unsigned int lflags = 0u;
-        void *args[5] = {&params[i % sets], &raster, &group, &split, &lflags};
+        void *args[5] = {&params[i % sets], &raster, &group, &split, NULL};
         if (pc->dispatch) {
             args[0] = &drows[i % sets], args[1] = &dcount, args[2] = &dm[i % sets], args[3] = &derr[i % sets];
             args[4] = &dlayer;
