@@ -7,7 +7,7 @@
 #                (tools/launch_probe.cu), mk, mkopts (the demo per MKG_MK_OPTS_LIST value or MKG_MK_CASES
 #                entry), sq8192 (square_8192 bf16, MKG_SQ_RUNS runs), ncu, ncusrc, ncustall, cubsrc, ncumk (the
 #                megakernel's sampled stall reasons), benchx (a second GEMM benchmark pass: MKG_BENCHX_ARGS,
-#                MKG_BENCHX_DTYPES))
+#                MKG_BENCHX_DTYPES), cubnames (cuBLASLt's kernels for MKG_CUBNAMES="SHAPE:M ..."))
 #   MKG_BENCH_ARGS extra arguments for mkg_bench_gemm (e.g. "--only square_8192 --pdl 1"); MKG_BENCH_DTYPES
 #                ("bf16 fp16" by default; add tf32 for fp32 operands with tf32 math)
 #   MKG_NCU_ONLY  shape for the ncu stage (square_8192)
@@ -170,6 +170,21 @@ if has benchx; then
       --out "$out/gemm_x_$dt.json" --commit "$commit" ${MKG_BENCHX_ARGS:-} >"/tmp/bench_x_$dt.txt" 2>&1
     say "bench x $dt rc=$?"; tail -8 "/tmp/bench_x_$dt.txt" | tee -a "$log"
     { echo "#### bench x $dt: ${MKG_BENCHX_ARGS:-}"; cat "/tmp/bench_x_$dt.txt"; } >>"$out/bench.txt"
+  done
+fi
+if has cubnames; then
+  # Which cuBLASLt kernels run (name, grid, mean duration over its launches) for each "SHAPE:M" of
+  # MKG_CUBNAMES in MKG_CUBNAMES_DTYPE (e4m3): ncu's per-kernel summary of the bench's cuBLASLt
+  # launches (heuristic candidates and their timing replays), into cubnames.txt.
+  say "cuBLASLt kernel names (${MKG_CUBNAMES:-})"
+  for c in ${MKG_CUBNAMES:-}; do
+    echo "#### ${c%%:*} M=${c##*:} ${MKG_CUBNAMES_DTYPE:-e4m3}" >>"$out/cubnames.txt"
+    timeout 300 ncu --clock-control none -k "regex:^(sm90_|nvjet|cutlass)" --metrics gpu__time_duration.sum,launch__grid_size \
+      --print-summary per-kernel "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" --only "${c%%:*}" \
+      --min-m "${c##*:}" --max-m "${c##*:}" --dtype "${MKG_CUBNAMES_DTYPE:-e4m3}" --replays 3 \
+      --out /tmp/cubnames.json >/tmp/cubnames.txt 2>&1
+    say "ncu names $c rc=$?"
+    grep -v -E "^==PROF==|^\[" /tmp/cubnames.txt | tail -120 >>"$out/cubnames.txt"
   done
 fi
 if has ncu; then
