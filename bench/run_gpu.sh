@@ -82,11 +82,15 @@ fi
 if has sanitize; then
   say "compute-sanitizer"
   filt=${MKG_SANITIZE_FILTER:-"Gpu.NanAndInfPropagate:Gpu.InvalidInputLaunchesNothing:Gpu.EveryScheduleRaggedShapesBf16:Gpu.ChunkedK*:Megakernel.TwoLayerStepsForSanitizers"}
-  for tool in memcheck racecheck synccheck; do
-    MKG_TEST_QUICK=1 timeout "${MKG_SANITIZE_TIMEOUT:-200}" compute-sanitizer --tool $tool --error-exitcode 9 \
-      "$build"/tests/${MKG_GPU_TEST_BIN:-mkgemm_gpu_tests} --gtest_filter="$filt" >"$out/sanitize_$tool.log" 2>&1
-    rc=$?
-    say "$tool rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize_$tool.log" | tail -1)"
+  # MKG_SANITIZE_TOOLS (memcheck racecheck synccheck), each MKG_SANITIZE_RUNS (1) times: a hazard
+  # that comes and goes between runs of the same code shows as differing summaries.
+  for tool in ${MKG_SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
+    for run in $(seq 1 "${MKG_SANITIZE_RUNS:-1}"); do
+      MKG_TEST_QUICK=1 timeout "${MKG_SANITIZE_TIMEOUT:-200}" compute-sanitizer --tool $tool --error-exitcode 9 \
+        "$build"/tests/${MKG_GPU_TEST_BIN:-mkgemm_gpu_tests} --gtest_filter="$filt" >"$out/sanitize_${tool}_$run.log" 2>&1
+      rc=$?
+      say "$tool run $run rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize_${tool}_$run.log" | tail -1)"
+    done
   done
   cat "$out"/sanitize_*.log >"$out/sanitize.log" && rm -f "$out"/sanitize_*.log
 fi
