@@ -291,14 +291,8 @@ static __device__ __forceinline__ void mkg_bar_sync(int id, int threads)
 // barrier.sync without .aligned: the threads of a warp may reach it apart, e.g. right after a
 // branch taken by some lanes (bar.sync is barrier.sync.aligned, whose warps must arrive
 // converged). The megakernel's ops sync through this form (bench/NOTES.md, session 19).
-// NOTE: the warp is gathered first (__syncwarp: every lane of the warp calls this), so its
-// lanes arrive at the named barrier together even when one of them comes late from a long
-// branch (a dependency wait, an atomic, a slow trig path). Every racecheck record of the
-// megakernel was a write in such a branch right before the barrier and a read right after,
-// and they came and went between runs of the same code (bench/NOTES.md, session 21).
 static __device__ __forceinline__ void mkg_bar_sync_any(int id, int threads)
 {
-    __syncwarp();
     asm volatile("barrier.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
