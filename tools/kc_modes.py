@@ -11,7 +11,7 @@ ONE.json was run with --kc-policy one (KC = K for every layer), DECODE.json with
              bits move with M)
 cuBLASLt is the better of the two runs' best. Prints the figures issue 4 asks for and
 writes the merged rows. --pdl: our times are the oracle under PDL launches (oracle_pdl_us;
-both runs made with mkg_bench_gemm --pdl 1 or 2); cuBLASLt is launched as it launches."""
+both runs made with mkg_bench_gemm --pdl 1); cuBLASLt is launched as it launches."""
 import argparse
 import json
 import math
@@ -56,7 +56,7 @@ def main():
         sys.exit("kc_modes: the two runs share no rows")
     copy = dec.get("copy_gbps") or one.get("copy_gbps")
     chunked = {(r["shape"], r["N"], r["K"]) for r in rows if r["kc_decode"] < r["K"]}
-    print(f"times: {us} (pdl: {dec.get('pdl', 'off')})")
+    print(f"times: {us}")
     print(f"{len(rows)} rows; layers the decode policy chunks: "
           + ", ".join(f"{s} (K {k} -> KC {next(r['kc_decode'] for r in rows if r['shape'] == s)})"
                       for s, n, k in sorted(chunked)))
@@ -93,7 +93,7 @@ def main():
                   f"{r['invariant_schedule']}")
     if a.out:
         with open(a.out, "w") as f:
-            json.dump({"times": us, "pdl": dec.get("pdl", "off"),
+            json.dump({"times": us,
                        "one": {"commit": one["commit"], "date": one["date"]},
                        "decode": {"commit": dec["commit"], "date": dec["date"]},
                        "gpu": dec["gpu"], "copy_gbps": copy, "rows": rows}, f, indent=1)
