@@ -30,12 +30,14 @@ stages=",${MKG_STAGES:-build,sass,test,sanitize,bench},"
 log="$out/log.txt"
 # MKG_COMMIT names the committed tree this copy was made from (the lent machine's copy of the
 # repository has a stale .git, so its own HEAD and status say nothing); without it, HEAD and a
-# -dirty mark for uncommitted changes.
+# -dirty mark for uncommitted changes, marked -unlabelled so that a stale HEAD (session 21's
+# logs said d7e943f for a later tree) is not taken for the tree that ran.
 if [ -n "${MKG_COMMIT:-}" ]; then
   commit=$MKG_COMMIT
 else
   commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
   if [ -n "$(git -C "$root" status --porcelain 2>/dev/null)" ]; then commit="$commit-dirty"; fi
+  commit="$commit-unlabelled"
 fi
 export MKG_COMMIT="$commit"
 say() { echo "== $(date -u +%T) $*" | tee -a "$log"; }
