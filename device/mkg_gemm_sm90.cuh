@@ -49,10 +49,10 @@ static_assert(sizeof(mkg_gemm_params) + 3 * sizeof(int) <= 4096,
     static_assert(tk == 64 || (tk == 128 && cl == 1 && pp == 0),                                        \
                   #name ": 128-deep stages: no cluster, no ping-pong");                                 \
     static_assert(cl == 1 || (cl <= MKG_LAUNCH_MAX_CLUSTER && !swap && split == 1 &&                   \
-                              ((tn / cl) == 64 || (tn / cl) == 128)),                                   \
+                              ((tn / cl) == 64 || (tn / cl) == 96 || (tn / cl) == 128)),                \
                   #name ": cluster rows multicast a B box of TN / CL rows (a box class), no swap, no split"); \
-    static_assert(pp == 0 || (tm == 128 && !swap && split == 1 && cl == 1),                           \
-                  #name ": ping-pong rows are 128-row tiles, no swap, no split, no cluster");
+    static_assert(pp == 0 || (tm == 128 && !swap && split == 1),                                       \
+                  #name ": ping-pong rows are 128-row tiles, no swap, no split");
 MKG_SCHEDULE_LIST(MKG_X_CHECK)
 #undef MKG_X_CHECK
 
@@ -64,7 +64,8 @@ MKG_SCHEDULE_LIST(MKG_X_CHECK)
 // NOTE: two instantiations rather than a runtime branch: with both consumer loops in
 // one kernel ptxas serialized every wgmma (C7520), and the flat chunk loop alone
 // measured 5-18% slower than the plain one on single-chunk GEMMs.
-// PP = 1: ping-pong consumers (mkg_gemm_consume_pp), one K chunk, no split.
+// PP = 1: ping-pong consumers (mkg_gemm_consume_pp), one K chunk, no split; with CL = 2 the two
+// CTAs of a cluster run their units in step (the same unit count, the same warpgroup alternation).
 // OT >= 0: C is of type OT with a plain store, known at compile time (mkg_epilogue_store);
 // OT < 0: output type and epilogue kind are read from the params.
 // KH = 2: each stage holds two K sub-tiles of TK (128-deep stages of 16-bit input).
@@ -81,7 +82,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
     extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
     static_assert(CL == 1 || !CH, "cluster rows run one K chunk");
     static_assert(KH == 1 || (CL == 1 && !PP), "rows with two K sub-tiles per stage: no cluster, no ping-pong");
-    static_assert(!PP || (!CH && CL == 1 && !SWAP && TM == 128), "ping-pong rows: one chunk, no cluster, no swap");
+    static_assert(!PP || (!CH && !SWAP && TM == 128), "ping-pong rows: one chunk, no swap");
     const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
     typedef mkg_shape<TM, TN, TK, ST, SWAP, KH> S;
     const int m = p->m;
@@ -143,7 +144,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
             int i = 0;
             for (int u = first; u < units; u += stride, ++i) {
                 if ((i & 1) == wg) {
-                    mkg_gemm_consume_pp<DT, TM, TN, TK, ST, OT>(
+                    mkg_gemm_consume_pp<DT, TM, TN, TK, ST, OT, CL>(
                         p, m, u, raster, group, &ring, &sm, wg, dp, i > 0 ? MKG_LAUNCH_BAR_PP + wg : -1,
                         i + 1 < mine ? MKG_LAUNCH_BAR_PP + (1 - wg) : -1);
                 } else {

@@ -67,18 +67,20 @@ static __device__ __forceinline__ void mkg_apply_input_scale(const mkg_gemm_para
 // The factors' inputs are loaded at the start of the chunk's step, so that their L2 latency
 // overlaps the stage's wait and its wgmma (v19: loaded after the drain, they doubled the step).
 // Non-swap: a warpgroup's WN columns start at a multiple of WN (y0 = tile * TN + wg * WN, TN =
-// WN or 2 WN) and WN divides 128, so they sit in one 128-column block: one weight scale.
+// WN or 2 WN). Where WN divides 128 they sit in one 128-column block: one weight scale. Else
+// (WN = 96) they may cross a block edge, but each 8-column group j (columns y0 + 8j ..
+// y0 + 8j + 7, y0 a multiple of 8) sits in one block: one weight scale per group.
 template <int WN, int SWAP>
 struct mkg_bscale_in {
-    float fx[2];                  // X rows xr, xr + 8
-    float fy[SWAP ? WN / 4 : 1];  // SWAP: column yc + 8j + e at 2j + e; else the columns' block
+    static constexpr bool PER_J = !SWAP && 128 % WN != 0;   // one weight scale per 8-column group
+    float fx[2];                                            // X rows xr, xr + 8
+    float fy[SWAP ? WN / 4 : PER_J ? WN / 8 : 1];           // SWAP: column yc + 8j + e at 2j + e
 };
 
 template <int WN, int SWAP>
 static __device__ __forceinline__ mkg_bscale_in<WN, SWAP> mkg_block_scales_load(const mkg_gemm_params *p, int m,
                                                                                int x0, int y0, int c)
 {
-    static_assert(SWAP || 128 % WN == 0, "non-swap block scales: one 128-column block per warpgroup span");
     mkg_bscale_in<WN, SWAP> f;
     const int t = threadIdx.x & 127, lane = t & 31;
     const int xr = x0 + (t >> 5) * 16 + (lane >> 2);
@@ -98,6 +100,10 @@ static __device__ __forceinline__ mkg_bscale_in<WN, SWAP> mkg_block_scales_load(
 #pragma unroll
             for (int e = 0; e < 2; ++e)
                 f.fy[2 * j + e] = __ldg(sa + min(yc + 8 * j + e, cols - 1));
+    } else if constexpr (mkg_bscale_in<WN, SWAP>::PER_J) {
+#pragma unroll
+        for (int j = 0; j < WN / 8; ++j)
+            f.fy[j] = __ldg(sb + (long long)(min(y0 + 8 * j, cols - 1) >> 7) * kb);
     } else {
         f.fy[0] = __ldg(sb + (long long)(min(y0, cols - 1) >> 7) * kb);
     }
@@ -111,7 +117,7 @@ static __device__ __forceinline__ void mkg_block_scales_apply(const mkg_bscale_i
     for (int j = 0; j < WN / 8; ++j) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-            const float fy = f.fy[SWAP ? 2 * j + e : 0];
+            const float fy = f.fy[SWAP ? 2 * j + e : mkg_bscale_in<WN, SWAP>::PER_J ? j : 0];
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const float s = SWAP ? __fmul_rn(fy, f.fx[h]) : __fmul_rn(f.fx[h], fy);   // sa * sb
@@ -587,7 +593,9 @@ static __device__ __forceinline__ int mkg_pp_ktiles(const mkg_gemm_params *p)
 // full-barrier wait, so the next warpgroup's first wgmma queue behind this unit's last two
 // stages. Signalled after the loop's last wait_group, the tensor pipe drained at every tile
 // edge: measured +1.2% at 8192^3 bf16, +3% on K = 2048 rows, +2-6% in e4m3 (bench/NOTES.md).
-template <int DT, int TM, int TN, int TK, int ST, int OT = -1>
+// CL > 1: a cluster row (B multicast, mkg_gemm_produce_rest): slots are released in every CTA
+// of the cluster, and the odd last tile row of a cluster is computed but not stored.
+template <int DT, int TM, int TN, int TK, int ST, int OT = -1, int CL = 1>
 static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params *p, int m, int unit, int raster,
                                                            int group, mkg_ring *r, const mkg_smem *sm, int wg,
                                                            float *d, int wait, int signal)
@@ -596,7 +604,8 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
     constexpr int H = TN / 2;                                     // accumulators per m64 half
     static_assert(TM == 128 && S::WN == TN, "ping-pong rows: 128-row tiles, one warpgroup per tile");
     static_assert(TK * mkg_dtype_bytes<DT>() == 128, "a stage row is 128 bytes of the input dtype");
-    const mkg_unit u = mkg_unit_of<TM, TN, TK, 1, true>(p, m, unit, raster, group, 1);   // one chunk
+    const mkg_unit u = mkg_unit_of<TM, TN, TK, CL, true>(p, m, unit, raster, group, 1,
+                                                         CL > 1 ? mkg_cluster_ctarank() : 0u);   // one chunk
     const bool releaser = (threadIdx.x & 127) == 0;
     const int ke = mkg_pp_ktiles<TK>(p);
 #pragma unroll
@@ -626,8 +635,8 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
         if (kt > 0) {
             mkg_wgmma_wait_group<1>();
             if (releaser) {
-                mkg_ring_release<1>(sm, prev);
-                mkg_ring_release<1>(sm, prev);
+                mkg_ring_release<CL>(sm, prev);
+                mkg_ring_release<CL>(sm, prev);
             }
         }
         prev = s;
@@ -638,10 +647,12 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
     for (int i = 0; i < TN; ++i)
         mkg_fence_operand(d[i]);
     if (releaser) {
-        mkg_ring_release<1>(sm, prev);
-        mkg_ring_release<1>(sm, prev);
+        mkg_ring_release<CL>(sm, prev);
+        mkg_ring_release<CL>(sm, prev);
     }
     const int x0 = u.t.m * TM, y0 = u.t.n * TN;
+    if (CL > 1 && x0 >= m)
+        return;                                       // the odd last tile row of a cluster: nothing to store
     mkg_apply_input_scale<DT, TN>(p, d);
     mkg_epilogue_store<TN, 0, S::EPI_BUFS, OT>(p, m, d, x0, y0, r, sm->ring + S::EPI_OFF, wg);
     mkg_epilogue_store<TN, 0, S::EPI_BUFS, OT>(p, m, d + H, x0 + 64, y0, r, sm->ring + S::EPI_OFF, wg);

@@ -54,11 +54,19 @@ mkg_cost_model mkg_cost_model_h200(void)
     return cm;
 }
 
+/* Tensor efficiency at wgmma N = wn: the fitted values at N = 32, 64, 128, 192 and 256
+ * (eff_wn[4] .. eff_wn[0]), linear in between (N = 96 and 176 have no points of their own). */
 static double mkg_eff(const mkg_cost_model *cm, const mkg_schedule_info *i, int wn)
 {
-    const int idx = wn >= 256 ? 0 : wn >= 192 ? 1 : wn >= 128 ? 2 : wn >= 64 ? 3 : 4;
+    static const int at[5] = {256, 192, 128, 64, 32};
+    double e = wn >= at[0] ? cm->eff_wn[0] : cm->eff_wn[4];
+    for (int j = 0; j + 1 < 5; ++j)
+        if (wn < at[j] && wn >= at[j + 1]) {
+            const double f = (double)(wn - at[j + 1]) / (double)(at[j] - at[j + 1]);
+            e = cm->eff_wn[j + 1] + f * (cm->eff_wn[j] - cm->eff_wn[j + 1]);
+        }
     const int p = i->swap_ab ? i->tile_n : i->tile_m;
-    return cm->eff_wn[idx] * (p == 64 ? cm->eff_p64 : 1.0);
+    return e * (p == 64 ? cm->eff_p64 : 1.0);
 }
 
 /* DRAM bytes of one GEMM under the schedule's raster: the operand swept across a band

@@ -28,7 +28,12 @@
  *           epilogue runs while the other's mainloop keeps the tensor cores busy (the
  *           cooperative rows, PP = 0, split each tile between the two and idle the tensor
  *           cores through every epilogue). Shipped kernel only, one K chunk, no swap,
- *           no split, no cluster.
+ *           no split; with CL = 2 the two CTAs of a cluster alternate in step (B shared).
+ *
+ * TN need not be a power of two (any multiple of 8 with a TMA box class, mkg_box_class):
+ * a tile width that divides N into a multiple of the SM count removes the last partial wave
+ * (m128n96: 1B qkv at M = 512 is 128 tiles, not 96 of n128; n176 pp: 8B gate_up at M = 2048
+ * is 20 waves of 132, not 19 waves with the last 18% busy). Their wgmma N is generated too.
  *
  * Launch-wide properties, shared by every row compiled into one kernel, are the
  * MKG_LAUNCH_* constants below; device code static_asserts each row against them.
@@ -78,7 +83,11 @@ extern "C" {
     X(m16n64k128_s8_swap_rn_g8,       16,  64,128, 8, MKG_RASTER_N,  8,    1,    1,  1,  0) \
     X(m8n128k128_s5_swap_rn_g8,        8, 128,128, 5, MKG_RASTER_N,  8,    1,    1,  1,  0) \
     X(m32n128k128_s4_swap_rn_g8,      32, 128,128, 4, MKG_RASTER_N,  8,    1,    1,  1,  0) \
-    X(m16n64k128_s8_swap_rn_g8_sk8,   16,  64,128, 8, MKG_RASTER_N,  8,    1,    8,  1,  0)
+    X(m16n64k128_s8_swap_rn_g8_sk8,   16,  64,128, 8, MKG_RASTER_N,  8,    1,    8,  1,  0) \
+    X(m128n96k64_s6_rm_g8,           128,  96, 64, 6, MKG_RASTER_M,  8,    0,    1,  1,  0) \
+    X(m128n176k64_s5_rm_g16_pp,      128, 176, 64, 5, MKG_RASTER_M, 16,    0,    1,  1,  1) \
+    X(m128n128k64_s6_rm_g8_c2_pp,    128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1,  2,  1) \
+    X(m128n192k64_s4_rm_g16_c2_pp,   128, 192, 64, 4, MKG_RASTER_M, 16,    0,    1,  2,  1)
 
 typedef enum mkg_schedule {
 #define MKG_X_ENUM(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) MKG_SCHED_##name,
