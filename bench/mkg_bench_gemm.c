@@ -35,7 +35,7 @@ typedef struct mkg_bench_args {
     int pdl;
     int sustain_ms;
     int dispatch_grid_units;
-    int kc_policy;              /* MKG_BENCH_KC_ONE or MKG_BENCH_KC_DECODE */
+    int kc_policy;              /* MKG_BENCH_KC_ONE, MKG_BENCH_KC_DECODE or MKG_BENCH_KC_FIXED */
     int kc_min;                 /* --kc-min (0: MKG_PLAN_MIN_KC) */
     int block_scales;           /* --block-scales 0|1 */
 } mkg_bench_args;
@@ -46,7 +46,7 @@ static void mkg_bench_usage(FILE *f)
             "usage: mkg_bench_gemm --out PATH [--shapes FILE] [--dtype bf16|fp16|all] [--commit STR]\n"
             "                      [--replays N] [--only NAME[,NAME..]] [--max-m N] [--min-m N]\n"
             "                      [--table FILE] [--autotune-out FILE] [--pdl 0|1] [--sustain MS]\n"
-            "                      [--dispatch-grid sms|units] [--kc-policy one|decode] [--block-scales 0|1]\n"
+            "                      [--dispatch-grid sms|units] [--kc-policy one|decode|fixed] [--block-scales 0|1]\n"
             "  --out PATH      results JSON to write (required)\n"
             "  --shapes FILE   shapes CSV `name,N,K,M values` (default %s)\n"
             "  --dtype D       input and output dtype: bf16, fp16, tf32 (fp32 operands and C, tf32\n"
@@ -70,8 +70,10 @@ static void mkg_bench_usage(FILE *f)
             "                  the planned schedule's unit count when fewer (JSON dispatch_grid)\n"
             "  --kc-policy P   each layer's canonical K chunk (invariant mode, from N and K only): one\n"
             "                  (default, mkg_plan_kc: KC = K) or decode (mkg_plan_kc_decode: chunks that\n"
-            "                  give decode split-K enough work units); recorded as kc_policy in the JSON\n"
-            "  --kc-min N      decode policy: smallest chunk, a multiple of 128 (default MKG_PLAN_MIN_KC)\n"
+            "                  give decode split-K enough work units) or fixed (KC = the --kc-min value for\n"
+            "                  every layer, K where that is longer); recorded as kc_policy in the JSON\n"
+            "  --kc-min N      decode policy: smallest chunk; fixed policy: the chunk; a multiple of 128\n"
+            "                  (default MKG_PLAN_MIN_KC)\n"
             "  --block-scales 0|1  e4m3 only: 1 x 128 activation and 128 x 128 weight block scales\n"
             "                  (log-uniform in [1/2, 2)), kc = 128, the chunk-capable schedules; cuBLASLt\n"
             "                  runs block-scaled FP8 too where it can (JSON cublas_block_scaled; its\n"
@@ -158,11 +160,13 @@ static void mkg_bench_parse_args(int argc, char **argv, mkg_bench_args *a)
         else if (strcmp(flag, "--block-scales") == 0)
             a->block_scales = mkg_bench_int_arg(flag, value) != 0;
         else if (strcmp(flag, "--kc-policy") == 0) {
-            if (strcmp(value, "one") != 0 && strcmp(value, "decode") != 0) {
-                fprintf(stderr, "mkg_bench_gemm: --kc-policy takes one or decode, not %s\n", value);
+            if (strcmp(value, "one") != 0 && strcmp(value, "decode") != 0 && strcmp(value, "fixed") != 0) {
+                fprintf(stderr, "mkg_bench_gemm: --kc-policy takes one, decode or fixed, not %s\n", value);
                 exit(1);
             }
-            a->kc_policy = strcmp(value, "decode") == 0 ? MKG_BENCH_KC_DECODE : MKG_BENCH_KC_ONE;
+            a->kc_policy = strcmp(value, "decode") == 0  ? MKG_BENCH_KC_DECODE
+                           : strcmp(value, "fixed") == 0 ? MKG_BENCH_KC_FIXED
+                                                         : MKG_BENCH_KC_ONE;
         }
         else {
             fprintf(stderr, "mkg_bench_gemm: unknown option %s\n", flag);
@@ -309,7 +313,9 @@ int main(int argc, char **argv)
     printf("mkg_bench_gemm: %s, %d SMs, L2 %d bytes, %d replays, %d rows from %s, commit %s\n", cfg.gpu, cfg.sms,
            cfg.l2_bytes, cfg.replays, total, args.shapes, meta.commit);
     printf("mkg_bench_gemm: K chunks: %s policy; device-to-device copy %.0f GB/s (read + write)\n",
-           cfg.kc_policy == MKG_BENCH_KC_DECODE ? "decode (mkg_plan_kc_decode)" : "one chunk (mkg_plan_kc)",
+           cfg.kc_policy == MKG_BENCH_KC_DECODE  ? "decode (mkg_plan_kc_decode)"
+           : cfg.kc_policy == MKG_BENCH_KC_FIXED ? "fixed (--kc-min)"
+                                                 : "one chunk (mkg_plan_kc)",
            cfg.copy_gbps);
     fflush(stdout);
 

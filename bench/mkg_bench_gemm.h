@@ -46,8 +46,10 @@ typedef struct mkg_bench_cfg {
     int dispatch_grid_units;    /* 1: the dispatch kernel launches min(SMs, units of the planned
                                    schedule) CTAs, a diagnostic (the host reads the plan); 0: SMs */
     int kc_policy;              /* each layer's canonical K chunk: MKG_BENCH_KC_ONE (mkg_plan_kc, the
-                                   library default) or MKG_BENCH_KC_DECODE (mkg_plan_kc_decode) */
-    int kc_min;                 /* decode policy: smallest chunk (MKG_PLAN_MIN_KC unless --kc-min) */
+                                   library default), MKG_BENCH_KC_DECODE (mkg_plan_kc_decode) or
+                                   MKG_BENCH_KC_FIXED (kc_min for every layer) */
+    int kc_min;                 /* decode policy: smallest chunk; fixed: the chunk (MKG_PLAN_MIN_KC unless
+                                   --kc-min) */
     int block_scales;           /* e4m3 rows: 1 x 128 activation and 128 x 128 weight block scales
                                    (kc = 128, chunk-capable schedules); cuBLASLt stays per-tensor FP8 */
     double copy_gbps;           /* device-to-device cudaMemcpy, (read + written) bytes / s / 1e9,
@@ -56,6 +58,7 @@ typedef struct mkg_bench_cfg {
 
 #define MKG_BENCH_KC_ONE    0
 #define MKG_BENCH_KC_DECODE 1
+#define MKG_BENCH_KC_FIXED  2
 
 /* The canonical K chunk of an N x K layer under cfg->kc_policy (from N and K alone). */
 int mkg_bench_layer_kc(const mkg_bench_cfg *cfg, int n, int k);

@@ -72,17 +72,6 @@ static __device__ __forceinline__ void mkg_wgmma_m64n64k16_bf16(float *d, uint64
                  : "l"(da), "l"(db), "r"(scale_d));
 }
 
-static __device__ __forceinline__ void mkg_wgmma_m64n96k16_bf16(float *d, uint64_t da, uint64_t db, uint32_t scale_d)
-{
-    asm volatile("{\n\t.reg .pred p;\n\t"
-                 "setp.ne.b32 p, %50, 0;\n\t"
-                 "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, "
-                 "%48, %49, p, 1, 1, 0, 0;\n\t}"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
-                 : "l"(da), "l"(db), "r"(scale_d));
-}
-
 static __device__ __forceinline__ void mkg_wgmma_m64n128k16_bf16(float *d, uint64_t da, uint64_t db, uint32_t scale_d)
 {
     asm volatile("{\n\t.reg .pred p;\n\t"
@@ -169,17 +158,6 @@ static __device__ __forceinline__ void mkg_wgmma_m64n64k16_f16(float *d, uint64_
                  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
                  "%32, %33, p, 1, 1, 0, 0;\n\t}"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-                 : "l"(da), "l"(db), "r"(scale_d));
-}
-
-static __device__ __forceinline__ void mkg_wgmma_m64n96k16_f16(float *d, uint64_t da, uint64_t db, uint32_t scale_d)
-{
-    asm volatile("{\n\t.reg .pred p;\n\t"
-                 "setp.ne.b32 p, %50, 0;\n\t"
-                 "wgmma.mma_async.sync.aligned.m64n96k16.f32.f16.f16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, "
-                 "%48, %49, p, 1, 1, 0, 0;\n\t}"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
                  : "l"(da), "l"(db), "r"(scale_d));
 }
 
@@ -272,17 +250,6 @@ static __device__ __forceinline__ void mkg_wgmma_m64n64k8_tf32(float *d, uint64_
                  : "l"(da), "l"(db), "r"(scale_d));
 }
 
-static __device__ __forceinline__ void mkg_wgmma_m64n96k8_tf32(float *d, uint64_t da, uint64_t db, uint32_t scale_d)
-{
-    asm volatile("{\n\t.reg .pred p;\n\t"
-                 "setp.ne.b32 p, %50, 0;\n\t"
-                 "wgmma.mma_async.sync.aligned.m64n96k8.f32.tf32.tf32 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, "
-                 "%48, %49, p, 1, 1;\n\t}"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
-                 : "l"(da), "l"(db), "r"(scale_d));
-}
-
 static __device__ __forceinline__ void mkg_wgmma_m64n128k8_tf32(float *d, uint64_t da, uint64_t db, uint32_t scale_d)
 {
     asm volatile("{\n\t.reg .pred p;\n\t"
@@ -372,17 +339,6 @@ static __device__ __forceinline__ void mkg_wgmma_m64n64k32_e4m3(float *d, uint64
                  : "l"(da), "l"(db), "r"(scale_d));
 }
 
-static __device__ __forceinline__ void mkg_wgmma_m64n96k32_e4m3(float *d, uint64_t da, uint64_t db, uint32_t scale_d)
-{
-    asm volatile("{\n\t.reg .pred p;\n\t"
-                 "setp.ne.b32 p, %50, 0;\n\t"
-                 "wgmma.mma_async.sync.aligned.m64n96k32.f32.e4m3.e4m3 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, "
-                 "%48, %49, p, 1, 1;\n\t}"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
-                 : "l"(da), "l"(db), "r"(scale_d));
-}
-
 static __device__ __forceinline__ void mkg_wgmma_m64n128k32_e4m3(float *d, uint64_t da, uint64_t db, uint32_t scale_d)
 {
     asm volatile("{\n\t.reg .pred p;\n\t"
@@ -431,14 +387,13 @@ static __device__ __forceinline__ void mkg_wgmma_m64n256k32_e4m3(float *d, uint6
 template <int N, int DT>
 static __device__ __forceinline__ void mkg_wgmma_m64k16(float *d, uint64_t da, uint64_t db, uint32_t scale_d)
 {
-    static_assert(N == 8 || N == 16 || N == 32 || N == 64 || N == 96 || N == 128 || N == 176 || N == 192 || N == 256, "no wgmma form generated for this N");
+    static_assert(N == 8 || N == 16 || N == 32 || N == 64 || N == 128 || N == 176 || N == 192 || N == 256, "no wgmma form generated for this N");
     static_assert(DT == MKG_DTYPE_BF16 || DT == MKG_DTYPE_FP16 || DT == MKG_DTYPE_FP32 || DT == MKG_DTYPE_E4M3,
                   "bf16, fp16, tf32 or e4m3");
     if constexpr (DT == MKG_DTYPE_BF16 && N == 8) mkg_wgmma_m64n8k16_bf16(d, da, db, scale_d);
     else if constexpr (DT == MKG_DTYPE_BF16 && N == 16) mkg_wgmma_m64n16k16_bf16(d, da, db, scale_d);
     else if constexpr (DT == MKG_DTYPE_BF16 && N == 32) mkg_wgmma_m64n32k16_bf16(d, da, db, scale_d);
     else if constexpr (DT == MKG_DTYPE_BF16 && N == 64) mkg_wgmma_m64n64k16_bf16(d, da, db, scale_d);
-    else if constexpr (DT == MKG_DTYPE_BF16 && N == 96) mkg_wgmma_m64n96k16_bf16(d, da, db, scale_d);
     else if constexpr (DT == MKG_DTYPE_BF16 && N == 128) mkg_wgmma_m64n128k16_bf16(d, da, db, scale_d);
     else if constexpr (DT == MKG_DTYPE_BF16 && N == 176) mkg_wgmma_m64n176k16_bf16(d, da, db, scale_d);
     else if constexpr (DT == MKG_DTYPE_BF16 && N == 192) mkg_wgmma_m64n192k16_bf16(d, da, db, scale_d);
@@ -447,7 +402,6 @@ static __device__ __forceinline__ void mkg_wgmma_m64k16(float *d, uint64_t da, u
     else if constexpr (DT == MKG_DTYPE_FP16 && N == 16) mkg_wgmma_m64n16k16_f16(d, da, db, scale_d);
     else if constexpr (DT == MKG_DTYPE_FP16 && N == 32) mkg_wgmma_m64n32k16_f16(d, da, db, scale_d);
     else if constexpr (DT == MKG_DTYPE_FP16 && N == 64) mkg_wgmma_m64n64k16_f16(d, da, db, scale_d);
-    else if constexpr (DT == MKG_DTYPE_FP16 && N == 96) mkg_wgmma_m64n96k16_f16(d, da, db, scale_d);
     else if constexpr (DT == MKG_DTYPE_FP16 && N == 128) mkg_wgmma_m64n128k16_f16(d, da, db, scale_d);
     else if constexpr (DT == MKG_DTYPE_FP16 && N == 176) mkg_wgmma_m64n176k16_f16(d, da, db, scale_d);
     else if constexpr (DT == MKG_DTYPE_FP16 && N == 192) mkg_wgmma_m64n192k16_f16(d, da, db, scale_d);
@@ -456,7 +410,6 @@ static __device__ __forceinline__ void mkg_wgmma_m64k16(float *d, uint64_t da, u
     else if constexpr (DT == MKG_DTYPE_FP32 && N == 16) mkg_wgmma_m64n16k8_tf32(d, da, db, scale_d);
     else if constexpr (DT == MKG_DTYPE_FP32 && N == 32) mkg_wgmma_m64n32k8_tf32(d, da, db, scale_d);
     else if constexpr (DT == MKG_DTYPE_FP32 && N == 64) mkg_wgmma_m64n64k8_tf32(d, da, db, scale_d);
-    else if constexpr (DT == MKG_DTYPE_FP32 && N == 96) mkg_wgmma_m64n96k8_tf32(d, da, db, scale_d);
     else if constexpr (DT == MKG_DTYPE_FP32 && N == 128) mkg_wgmma_m64n128k8_tf32(d, da, db, scale_d);
     else if constexpr (DT == MKG_DTYPE_FP32 && N == 176) mkg_wgmma_m64n176k8_tf32(d, da, db, scale_d);
     else if constexpr (DT == MKG_DTYPE_FP32 && N == 192) mkg_wgmma_m64n192k8_tf32(d, da, db, scale_d);
@@ -465,7 +418,6 @@ static __device__ __forceinline__ void mkg_wgmma_m64k16(float *d, uint64_t da, u
     else if constexpr (DT == MKG_DTYPE_E4M3 && N == 16) mkg_wgmma_m64n16k32_e4m3(d, da, db, scale_d);
     else if constexpr (DT == MKG_DTYPE_E4M3 && N == 32) mkg_wgmma_m64n32k32_e4m3(d, da, db, scale_d);
     else if constexpr (DT == MKG_DTYPE_E4M3 && N == 64) mkg_wgmma_m64n64k32_e4m3(d, da, db, scale_d);
-    else if constexpr (DT == MKG_DTYPE_E4M3 && N == 96) mkg_wgmma_m64n96k32_e4m3(d, da, db, scale_d);
     else if constexpr (DT == MKG_DTYPE_E4M3 && N == 128) mkg_wgmma_m64n128k32_e4m3(d, da, db, scale_d);
     else if constexpr (DT == MKG_DTYPE_E4M3 && N == 176) mkg_wgmma_m64n176k32_e4m3(d, da, db, scale_d);
     else if constexpr (DT == MKG_DTYPE_E4M3 && N == 192) mkg_wgmma_m64n192k32_e4m3(d, da, db, scale_d);

@@ -24,15 +24,15 @@ extern "C" {
 #endif
 
 /* TMA box heights: a schedule loads TM rows of A and TN rows of B per stage. */
-#define MKG_BOX_CLASSES 9
+#define MKG_BOX_CLASSES 8
 static MKG_HD int mkg_box_class(int rows)
 {
     return rows == 8 ? 0 : rows == 16 ? 1 : rows == 32 ? 2 : rows == 64 ? 3
-         : rows == 128 ? 4 : rows == 256 ? 5 : rows == 192 ? 6 : rows == 96 ? 7 : rows == 176 ? 8 : -1;
+         : rows == 128 ? 4 : rows == 256 ? 5 : rows == 192 ? 6 : rows == 176 ? 7 : -1;
 }
 static MKG_HD int mkg_box_rows(int cls)
 {
-    return cls == 6 ? 192 : cls == 7 ? 96 : cls == 8 ? 176 : 8 << cls;
+    return cls == 6 ? 192 : cls == 7 ? 176 : 8 << cls;
 }
 
 /** Tile-granular dependencies of a GEMM inside a persistent megakernel (all zero:

@@ -7,7 +7,7 @@ spelled out once here instead of by hand. Run from the repository root:
     python3 tools/gen_wgmma_sm90.py > device/mkg_wgmma_sm90.cuh
 """
 
-NS = [8, 16, 32, 64, 96, 128, 176, 192, 256]
+NS = [8, 16, 32, 64, 128, 176, 192, 256]
 DTYPES = [("bf16", "MKG_DTYPE_BF16"), ("f16", "MKG_DTYPE_FP16"), ("tf32", "MKG_DTYPE_FP32"),
           ("e4m3", "MKG_DTYPE_E4M3")]
 # K of one 32-byte step of a 128-byte operand row, per PTX type.
