@@ -33,36 +33,12 @@ static __device__ __forceinline__ int mkg_dispatch_fail(unsigned int *err, int l
 static __device__ __forceinline__ int mkg_dispatch_chunk_capable(int s)
 {
     switch (s) {
-#define MKG_X_CAPABLE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, il) \
-    case MKG_SCHED_##name: return mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap, tk / 64 * il>::CHUNKED;
+#define MKG_X_CAPABLE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) \
+    case MKG_SCHED_##name: return mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap, tk / 64>::CHUNKED;
         MKG_SCHEDULE_LIST(MKG_X_CAPABLE)
 #undef MKG_X_CAPABLE
     default: return 0;
     }
-}
-
-// Chunk lanes of schedule s (the IL column; 1 for unknown ids).
-static __device__ __forceinline__ int mkg_dispatch_lanes(int s)
-{
-    switch (s) {
-#define MKG_X_LANES(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, il) \
-    case MKG_SCHED_##name: return il;
-        MKG_SCHEDULE_LIST(MKG_X_LANES)
-#undef MKG_X_LANES
-    default: return 1;
-    }
-}
-
-// A chunk-lane row (IL > 1) runs only chunk-stepping callers (CHUNKS = 1) on a layer of whole
-// chunks in a multiple of IL (mkg_schedule_check's rule, checked again so a bad table entry is
-// skipped rather than run with a wrong group count).
-static __device__ __forceinline__ bool mkg_dispatch_lanes_ok(int s, int chunks_ok, int k, int kc)
-{
-    const int il = mkg_dispatch_lanes(s);
-    if (il == 1)
-        return true;
-    const int chunks = mkg_chunk_count(k, kc);
-    return chunks_ok && chunks % il == 0 && chunks >= il && k % kc == 0;
 }
 
 // Rows the dispatcher runs: rows that need a cluster launch (CL > 1) or the shipped kernel's
@@ -85,7 +61,7 @@ static constexpr bool mkg_dispatch_row(int cl, int pp, int tm = 0, int tn = 0, i
 static __device__ __forceinline__ int mkg_dispatch_runs(int s)
 {
     switch (s) {
-#define MKG_X_RUNS(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, il) \
+#define MKG_X_RUNS(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) \
     case MKG_SCHED_##name: return mkg_dispatch_row(cl, pp, tm, tn, st);
         MKG_SCHEDULE_LIST(MKG_X_RUNS)
 #undef MKG_X_RUNS
@@ -127,8 +103,7 @@ static __device__ __forceinline__ int mkg_dispatch_pick(const mkg_layer_dev *row
     if (b >= buckets || b >= MKG_MAX_BUCKETS)
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_M_RANGE);
     const int s = r->schedule[b];
-    if (s >= MKG_SCHED_COUNT || !mkg_dispatch_runs(s) || (CHUNKS && !mkg_dispatch_chunk_capable(s)) ||
-        !mkg_dispatch_lanes_ok(s, CHUNKS, k, kc))
+    if (s >= MKG_SCHED_COUNT || !mkg_dispatch_runs(s) || (CHUNKS && !mkg_dispatch_chunk_capable(s)))
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_BAD_SCHEDULE);
     return s;
 }
@@ -154,10 +129,10 @@ template <bool ONE>
 static __device__ __forceinline__ int mkg_dispatch_units_of(int s, int m, int n, int k, int kc)
 {
     switch (s) {
-#define MKG_X_UNITS_OF(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, il)                    \
+#define MKG_X_UNITS_OF(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                    \
     case MKG_SCHED_##name:                                                                        \
         return mkg_ceil_div(m, tm) * mkg_ceil_div(n, tn) *                                       \
-               (ONE ? 1 : mkg_lane_split_count(split, mkg_chunk_count(k, kc), il));
+               (ONE ? 1 : mkg_split_count(split, mkg_chunk_count(k, kc)));
         MKG_SCHEDULE_LIST(MKG_X_UNITS_OF)
 #undef MKG_X_UNITS_OF
     default: return 0;
@@ -231,8 +206,7 @@ static __device__ __forceinline__ void mkg_dispatch_pick_warp(const mkg_layer_de
             why = MKG_DISPATCH_NOT_PLAIN;
         else if (b >= buckets || b >= MKG_MAX_BUCKETS)
             why = MKG_DISPATCH_M_RANGE;
-        else if (sb >= MKG_SCHED_COUNT || !mkg_dispatch_runs(sb) || (CHUNKS && !mkg_dispatch_chunk_capable(sb)) ||
-                 !mkg_dispatch_lanes_ok(sb, CHUNKS, k, kc))
+        else if (sb >= MKG_SCHED_COUNT || !mkg_dispatch_runs(sb) || (CHUNKS && !mkg_dispatch_chunk_capable(sb)))
             why = MKG_DISPATCH_BAD_SCHEDULE;
         if (why != MKG_DISPATCH_OK) {
             if (lane == 0)
@@ -334,10 +308,10 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
         int row0 = 0, row1 = 0;
         const uint64_t t_reached = mkg_gemm_stamp_reached(p);
         switch (s) {
-#define MKG_X_B_FIRST(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, il)                       \
+#define MKG_X_B_FIRST(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                       \
     case MKG_SCHED_##name:                                                                     \
-        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st) && (!ONE || il == 1))               \
-            pre = mkg_gemm_produce_b_first<tm, tn, MKG_DISPATCH_TK, st, swap, ONE, tk / 64, il>( \
+        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st))                                    \
+            pre = mkg_gemm_produce_b_first<tm, tn, MKG_DISPATCH_TK, st, swap, ONE, tk / 64>(    \
                 p, m, unit, raster, group, split, r, sm, &row0, &row1);                        \
         break;
             MKG_SCHEDULE_LIST(MKG_X_B_FIRST)
@@ -347,10 +321,10 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
         mkg_gemm_wait_a_rows(p, m, row0, row1, unit, t_reached);
     }
     switch (s) {
-#define MKG_X_PRODUCE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, il)                       \
+#define MKG_X_PRODUCE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                       \
     case MKG_SCHED_##name:                                                                     \
-        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st) && (!ONE || il == 1))               \
-            mkg_gemm_produce_rest<tm, tn, MKG_DISPATCH_TK, st, swap, 1, ONE, tk / 64, il>(      \
+        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st))                                    \
+            mkg_gemm_produce_rest<tm, tn, MKG_DISPATCH_TK, st, swap, 1, ONE, tk / 64>(          \
                 p, m, unit, raster, group, split, r, sm, pre);                                 \
         break;
         MKG_SCHEDULE_LIST(MKG_X_PRODUCE)
@@ -367,9 +341,9 @@ static __device__ __forceinline__ void mkg_dispatch_consume(const mkg_gemm_param
                                                             mkg_ring *r, const mkg_smem *sm, int wg)
 {
     switch (s) {
-#define MKG_X_CONSUME(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, il)                                    \
+#define MKG_X_CONSUME(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                    \
     case MKG_SCHED_##name:                                                                                  \
-        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st) && il == 1) {                               \
+        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st)) {                                          \
             float d[mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap>::WN / 2], tot[1];                         \
             mkg_gemm_consume_step<DT, tm, tn, MKG_DISPATCH_TK, st, swap, true, 1, false, OT, tk / 64>(       \
                 p, m, unit, 0, raster, group, split, r, sm, wg, d, tot);                                    \
@@ -382,23 +356,19 @@ static __device__ __forceinline__ void mkg_dispatch_consume(const mkg_gemm_param
 }
 
 // Consumer warpgroup wg: chunk c of unit `unit` of a chunk-capable schedule s (one step
-// of a flat (unit, chunk) loop, see mkg_gemm_consume_step; a chunk-lane row's step is the group
-// of IL chunks from c). d and tot hold MKG_CHUNKED_MAX_WN / 2 floats each; a schedule uses the
-// first IL x WN / 2 of d and WN / 2 of tot.
+// of a flat (unit, chunk) loop, see mkg_gemm_consume_step). d and tot hold
+// MKG_CHUNKED_MAX_WN / 2 floats each; a schedule uses the first WN / 2.
 template <int DT>
 static __device__ __forceinline__ void mkg_dispatch_consume_step(const mkg_gemm_params *p, int s, int m, int unit,
                                                                  int c, mkg_ring *r, const mkg_smem *sm, int wg,
                                                                  float *d, float *tot)
 {
     switch (s) {
-#define MKG_X_STEP(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, il)                                            \
+#define MKG_X_STEP(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                            \
     case MKG_SCHED_##name:                                                                                       \
-        if constexpr (mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap>::CHUNKED && mkg_dispatch_row(cl, pp, tm, tn, st)) { \
-            static_assert(il == 1 || il * mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap>::WN <= MKG_CHUNKED_MAX_WN, \
-                          #name ": the caller's d holds MKG_CHUNKED_MAX_WN / 2 floats");                    \
-            mkg_gemm_consume_step<DT, tm, tn, MKG_DISPATCH_TK, st, swap, false, 1, false, -1, tk / 64, il>(       \
+        if constexpr (mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap>::CHUNKED && mkg_dispatch_row(cl, pp, tm, tn, st)) \
+            mkg_gemm_consume_step<DT, tm, tn, MKG_DISPATCH_TK, st, swap, false, 1, false, -1, tk / 64>(           \
                 p, m, unit, c, raster, group, split, r, sm, wg, d, tot);                                        \
-        }                                                                                                       \
         break;
         MKG_SCHEDULE_LIST(MKG_X_STEP)
 #undef MKG_X_STEP
@@ -412,31 +382,27 @@ static __device__ __forceinline__ void mkg_dispatch_consume_step(const mkg_gemm_
 // the loop, so only the picked row's accumulators (WN / 2 floats of d and of the fold) are
 // live in it; with caller-owned arrays sized for the widest row, as before, the megakernel
 // kept MKG_CHUNKED_MAX_WN floats live through every task's loop.
-template <int DT, int TM, int TN, int TK, int ST, int SWAP, int SPLIT, int KH, int IL, class F>
+template <int DT, int TM, int TN, int TK, int ST, int SWAP, int SPLIT, int KH, class F>
 static __device__ __forceinline__ void mkg_dispatch_consume_loop(const mkg_gemm_params *p, int m, int u, int stride,
                                                                  int units, int raster, int group, mkg_ring *r,
                                                                  const mkg_smem *sm, int wg, F &on_unit)
 {
     constexpr int H = mkg_shape<TM, TN, TK, ST, SWAP>::WN / 2;
-    float d[IL * H], tot[H];
-#pragma unroll
-    for (int i = 0; i < IL * H; ++i)
-        d[i] = 0.0f;
+    float d[H], tot[H];
 #pragma unroll
     for (int i = 0; i < H; ++i)
-        tot[i] = 0.0f;
+        d[i] = tot[i] = 0.0f;
     int c = 0, c_end = 0;
     if (u < units)
-        mkg_unit_chunk_range(p, u, SPLIT, &c, &c_end, IL);
+        mkg_unit_chunk_range(p, u, SPLIT, &c, &c_end);
     while (u < units) {
-        mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, false, -1, KH, IL>(p, m, u, c, raster, group, SPLIT,
-                                                                                  r, sm, wg, d, tot);
-        c += IL;                                      // one chunk, or a group of IL chunk lanes
-        if (c >= c_end) {
+        mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, false, -1, KH>(p, m, u, c, raster, group, SPLIT, r,
+                                                                              sm, wg, d, tot);
+        if (++c == c_end) {
             on_unit(u);
             u += stride;
             if (u < units)
-                mkg_unit_chunk_range(p, u, SPLIT, &c, &c_end, IL);
+                mkg_unit_chunk_range(p, u, SPLIT, &c, &c_end);
         }
     }
 }
@@ -447,10 +413,10 @@ static __device__ __forceinline__ void mkg_dispatch_consume_units(const mkg_gemm
                                                                   const mkg_smem *sm, int wg, F on_unit)
 {
     switch (s) {
-#define MKG_X_LOOP(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, il)                                       \
+#define MKG_X_LOOP(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                       \
     case MKG_SCHED_##name:                                                                                  \
         if constexpr (mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap>::CHUNKED && mkg_dispatch_row(cl, pp, tm, tn, st)) \
-            mkg_dispatch_consume_loop<DT, tm, tn, MKG_DISPATCH_TK, st, swap, split, tk / 64, il>(                 \
+            mkg_dispatch_consume_loop<DT, tm, tn, MKG_DISPATCH_TK, st, swap, split, tk / 64>(                     \
                 p, m, u0, stride, units, raster, group, r, sm, wg, on_unit);                                    \
         break;
         MKG_SCHEDULE_LIST(MKG_X_LOOP)
@@ -463,7 +429,7 @@ static __device__ __forceinline__ void mkg_dispatch_consume_units(const mkg_gemm
 static __device__ __forceinline__ int mkg_dispatch_split(int s)
 {
     switch (s) {
-#define MKG_X_SPLIT(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, il) \
+#define MKG_X_SPLIT(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) \
     case MKG_SCHED_##name: return split;
         MKG_SCHEDULE_LIST(MKG_X_SPLIT)
 #undef MKG_X_SPLIT

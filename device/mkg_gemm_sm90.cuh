@@ -43,13 +43,9 @@ static_assert(sizeof(mkg_gemm_params) + 3 * sizeof(int) <= 4096,
               "the shipped kernel takes mkg_gemm_params by value: 4 KB of kernel parameters");
 
 // Every schedule row compiles against the launch shape (mkg_shape's asserts). A row's TK is
-// 64 (one 128-byte K sub-tile of 16-bit input per stage) or 128 (two: KH = 2); a chunk-lane row
-// (IL > 1) stages one 64-deep sub-tile per lane.
-#define MKG_X_CHECK(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, il)                               \
-    static_assert(sizeof(mkg_shape<tm, tn, 64, st, swap, tk / 64 * il>) > 0, #name);                  \
-    static_assert(il == 1 || ((il == 2 || il == 4) && tk == 64 && cl == 1 && pp == 0 &&               \
-                              mkg_shape<tm, tn, 64, st, swap, il>::CHUNKED),                            \
-                  #name ": chunk lanes: 2 or 4, TK = 64, chunk-capable, no cluster, no ping-pong");     \
+// 64 (one 128-byte K sub-tile of 16-bit input per stage) or 128 (two: KH = 2).
+#define MKG_X_CHECK(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                               \
+    static_assert(sizeof(mkg_shape<tm, tn, 64, st, swap, tk / 64>) > 0, #name);                       \
     static_assert(tk == 64 || (tk == 128 && cl == 1 && pp == 0),                                        \
                   #name ": 128-deep stages: no cluster, no ping-pong");                                 \
     static_assert(cl == 1 || (cl <= MKG_LAUNCH_MAX_CLUSTER && !swap && split == 1 &&                   \
@@ -72,9 +68,7 @@ MKG_SCHEDULE_LIST(MKG_X_CHECK)
 // OT >= 0: C is of type OT with a plain store, known at compile time (mkg_epilogue_store);
 // OT < 0: output type and epilogue kind are read from the params.
 // KH = 2: each stage holds two K sub-tiles of TK (128-deep stages of 16-bit input).
-// IL > 1: a chunk-lane row (CH = 1 only): each consumer step runs a group of IL chunks side by side.
-template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CH, int CL = 1, int PP = 0, int OT = -1, int KH = 1,
-          int IL = 1>
+template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CH, int CL = 1, int PP = 0, int OT = -1, int KH = 1>
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
 mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int raster, int group, int split)
 {
@@ -88,13 +82,12 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
     static_assert(CL == 1 || !CH, "cluster rows run one K chunk");
     static_assert(KH == 1 || (CL == 1 && !PP), "rows with two K sub-tiles per stage: no cluster, no ping-pong");
     static_assert(!PP || (!CH && CL == 1 && !SWAP && TM == 128), "ping-pong rows: one chunk, no cluster, no swap");
-    static_assert(IL == 1 || (CH && KH == 1), "chunk-lane rows run chunked layers");
     const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
-    typedef mkg_shape<TM, TN, TK, ST, SWAP, KH * IL> S;
+    typedef mkg_shape<TM, TN, TK, ST, SWAP, KH> S;
     const int m = p->m;
     if constexpr (PP)
         split = 1;                                   // ping-pong rows never split K (host-checked too)
-    const int units = mkg_unit_count<TM, TN, CL, !CH, IL>(p, m, split);
+    const int units = mkg_unit_count<TM, TN, CL, !CH>(p, m, split);
     const int first = (int)(blockIdx.x / CL), stride = (int)(gridDim.x / CL);
     mkg_ring ring = mkg_ring_start();
     if (threadIdx.x == 0) {
@@ -132,8 +125,8 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
                     mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, CL, !CH>(p, m, u, raster, group, split, &ring, &sm,
                                                                          0);
                 else
-                    mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP, !CH, KH, IL>(p, m, u, raster, group, split,
-                                                                             &ring, &sm);
+                    mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP, !CH, KH>(p, m, u, raster, group, split, &ring,
+                                                                         &sm);
                 if (u == first)
                     mkg_prefetch_tensormap(map_c);
             }
@@ -158,10 +151,10 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
                 }
             }
         } else {
-            float d[IL * S::WN / 2];                     // (64, WN) chunk accumulators, one set per lane
+            float d[S::WN / 2];                          // (64, WN) chunk accumulators
             float tot[CH ? S::WN / 2 : 1];               // chunk fold
 #pragma unroll
-            for (int i = 0; i < IL * S::WN / 2; ++i)
+            for (int i = 0; i < S::WN / 2; ++i)
                 d[i] = 0.0f;
             static_assert(!CH || S::CHUNKED, "only rows with wgmma N <= MKG_CHUNKED_MAX_WN fold chunks");
             if constexpr (!CH) {
@@ -175,17 +168,16 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
                 mkg_unit uu{};
                 mkg_bscale_in<S::WN, SWAP> bs{};             // next chunk's block scales (e4m3)
                 if (u < units) {
-                    uu = mkg_unit_of<TM, TN, TK, 1, false, KH, IL>(p, m, u, raster, group, split);
+                    uu = mkg_unit_of<TM, TN, TK, 1, false, KH>(p, m, u, raster, group, split);
                     c = uu.c0;
                 }
                 while (u < units) {
-                    mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, true, OT, KH, IL>(
+                    mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, true, OT, KH>(
                         p, m, u, c, raster, group, split, &ring, &sm, wg, d, tot, &uu, &bs);
-                    c += IL;                                 // a step is one chunk, or a group of IL lanes
-                    if (c >= uu.c1) {
+                    if (++c == uu.c1) {
                         u += gridDim.x;
                         if (u < units) {
-                            uu = mkg_unit_of<TM, TN, TK, 1, false, KH, IL>(p, m, u, raster, group, split);
+                            uu = mkg_unit_of<TM, TN, TK, 1, false, KH>(p, m, u, raster, group, split);
                             c = uu.c0;
                         }
                     }
@@ -205,22 +197,11 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
 
 // The chunked instantiation of a row, or NULL for rows that cannot fold chunks (wgmma N >
 // MKG_CHUNKED_MAX_WN, cluster rows).
-template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CL, int KH = 1, int IL = 1>
+template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CL, int KH = 1>
 static const void *mkg_chunked_kernel_sm90(void)
 {
     if constexpr (mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED && CL == 1)
-        return (const void *)mkg_gemm_persistent_sm90<DT, TM, TN, TK, ST, SWAP, 1, 1, 0, -1, KH, IL>;
-    else
-        return NULL;
-}
-
-// A one-chunk instantiation of a row (OT as for mkg_gemm_persistent_sm90), or NULL for chunk-lane
-// rows, which run chunked layers only.
-template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CL, int PP, int OT, int KH, int IL>
-static const void *mkg_one_chunk_kernel_sm90(void)
-{
-    if constexpr (IL == 1)
-        return (const void *)mkg_gemm_persistent_sm90<DT, TM, TN, TK, ST, SWAP, 0, CL, PP, OT, KH>;
+        return (const void *)mkg_gemm_persistent_sm90<DT, TM, TN, TK, ST, SWAP, 1, 1, 0, -1, KH>;
     else
         return NULL;
 }

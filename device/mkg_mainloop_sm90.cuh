@@ -121,8 +121,7 @@ static __device__ __forceinline__ void mkg_block_scales_apply(const mkg_bscale_i
     }
 }
 
-// Compile-time facts of one schedule row, checked against the launch shape. KH: K sub-tiles per
-// stage (consecutive K tiles of one chunk, or one K tile of each of IL chunk lanes).
+// Compile-time facts of one schedule row, checked against the launch shape.
 template <int TM, int TN, int TK, int ST, int SWAP, int KH = 1>
 struct mkg_shape {
     static constexpr int P = SWAP ? TN : TM;                     // MMA rows per tile
@@ -149,7 +148,7 @@ struct mkg_shape {
     static_assert(TM % 8 == 0 && TN % 8 == 0, "tiles are whole 1024-byte swizzle atoms");
     static_assert(TM <= 256 && TN <= 256, "a TMA box is at most 256 rows");
     static_assert(ST >= 3 && ST <= MKG_LAUNCH_MAX_STAGES, "3 .. MAX_STAGES stages");
-    static_assert(KH == 1 || KH == 2 || KH == 4, "a stage is one, two or four K sub-tiles");
+    static_assert(KH == 1 || KH == 2, "a stage is one or two K sub-tiles");
     static_assert(SUB_BYTES % 1024 == 0, "every sub-tile starts on a 1024-byte swizzle atom");
     static_assert(ST * STAGE_BYTES <= MKG_LAUNCH_RING_BYTES, "ring exceeds the launch-wide budget");
     static_assert(MKG_LAUNCH_CONSUMERS == 2, "the warpgroup split assumes two consumers");
@@ -169,13 +168,11 @@ typedef struct mkg_unit {
 // `rank` is this CTA's place in its cluster; every CTA of a cluster runs the same units.
 // ONE: the caller knows K is one chunk (the one-chunk kernels): no chunk or split arithmetic, so
 // the producer's path to its first load has mkg_tile_of_unit's divisions only (v34: it had 9).
-// KH: K sub-tiles per stage (a K tile is KH TK deep). IL > 1: chunk lanes (KH = 1): splits share
-// out whole groups of IL chunks (mkg_lane_split_range).
-template <int TM, int TN, int TK, int CL = 1, bool ONE = false, int KH = 1, int IL = 1>
+// KH: K sub-tiles per stage (a K tile is KH TK deep).
+template <int TM, int TN, int TK, int CL = 1, bool ONE = false, int KH = 1>
 static __device__ __forceinline__ mkg_unit mkg_unit_of(const mkg_gemm_params *p, int m, int unit, int raster,
                                                        int group, int split, uint32_t rank = 0)
 {
-    static_assert(IL == 1 || (KH == 1 && !ONE && CL == 1), "chunk lanes: one sub-tile per lane, chunked, no cluster");
     mkg_unit u;
     if constexpr (ONE) {
         u.chunks = u.splits = 1;
@@ -188,9 +185,9 @@ static __device__ __forceinline__ mkg_unit mkg_unit_of(const mkg_gemm_params *p,
         return u;
     }
     u.chunks = mkg_chunk_count(p->k, p->kc);
-    u.splits = CL > 1 ? 1 : mkg_lane_split_count(split, u.chunks, IL);
+    u.splits = CL > 1 ? 1 : mkg_split_count(split, u.chunks);
     u.tile = unit / u.splits;
-    mkg_lane_split_range(unit - u.tile * u.splits, u.splits, u.chunks, IL, &u.c0, &u.c1);
+    mkg_split_range(unit - u.tile * u.splits, u.splits, u.chunks, &u.c0, &u.c1);
     u.kct = mkg_chunk_ktiles(p->k, p->kc, TK * KH);
     u.kt = mkg_ceil_div(p->k, TK * KH);
     u.t = mkg_tile_of_cluster_unit(u.tile, (int)rank, CL, mkg_ceil_div(m, TM), mkg_ceil_div(p->n, TN), raster,
@@ -200,34 +197,12 @@ static __device__ __forceinline__ mkg_unit mkg_unit_of(const mkg_gemm_params *p,
 
 // Work units of a schedule for an M x N output (K split as the params' chunks allow);
 // for cluster rows, units per cluster.
-template <int TM, int TN, int CL = 1, bool ONE = false, int IL = 1>
+template <int TM, int TN, int CL = 1, bool ONE = false>
 static __device__ __forceinline__ int mkg_unit_count(const mkg_gemm_params *p, int m, int split)
 {
     if constexpr (CL > 1 || ONE)
         return mkg_ceil_div(m, TM * CL) * mkg_ceil_div(p->n, TN);
-    return mkg_ceil_div(m, TM) * mkg_ceil_div(p->n, TN) *
-           mkg_lane_split_count(split, mkg_chunk_count(p->k, p->kc), IL);
-}
-
-// Stages of a unit, and the K offset (elements) of sub-tile h of its i-th stage:
-//   IL = 1: the unit's K tiles in order, KH consecutive TK-deep sub-tiles per stage;
-//   IL > 1: per group of IL chunks, its kct K tiles in order, sub-tile h from chunk c0 + IL g + h.
-template <int KH, int IL>
-static __device__ __forceinline__ int mkg_unit_stages(const mkg_unit &u)
-{
-    if constexpr (IL > 1)
-        return (u.c1 - u.c0) / IL * u.kct;
-    else
-        return min(u.c1 * u.kct, u.kt) - u.c0 * u.kct;
-}
-
-template <int TK, int KH, int IL>
-static __device__ __forceinline__ int mkg_stage_k(const mkg_unit &u, int i, int h)
-{
-    if constexpr (IL > 1)
-        return mkg_lane_ktile(u.c0, i, h, u.kct, IL) * TK;
-    else
-        return ((u.c0 * u.kct + i) * KH + h) * TK;
+    return mkg_ceil_div(m, TM) * mkg_ceil_div(p->n, TN) * mkg_split_count(split, mkg_chunk_count(p->k, p->kc));
 }
 
 // ---- producer: one elected thread --------------------------------------------------
@@ -246,32 +221,33 @@ static __device__ __forceinline__ void mkg_tma_load_2d_b(uint32_t dst, const CUt
 // first stages goes out before A's rows are ready, so the weight stream overlaps the
 // wait; then A lands in those stages and the rest of the unit follows. Returns the
 // number of stages started and the A rows [*row0, *row1) to wait for.
-template <int TM, int TN, int TK, int ST, int SWAP, bool ONE = false, int KH = 1, int IL = 1>
+template <int TM, int TN, int TK, int ST, int SWAP, bool ONE = false, int KH = 1>
 static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_params *p, int m, int unit, int raster,
                                                                int group, int split, mkg_ring *r, const mkg_smem *sm,
                                                                int *row0, int *row1)
 {
-    typedef mkg_shape<TM, TN, TK, ST, SWAP, KH * IL> S;
-    const mkg_unit u = mkg_unit_of<TM, TN, TK, 1, ONE, KH, IL>(p, m, unit, raster, group, split);
+    typedef mkg_shape<TM, TN, TK, ST, SWAP, KH> S;
+    const mkg_unit u = mkg_unit_of<TM, TN, TK, 1, ONE, KH>(p, m, unit, raster, group, split);
     const CUtensorMap *map_b = &p->b_map[mkg_box_class(TN)];
-    const int stages = mkg_unit_stages<KH, IL>(u);
-    const int pre = min(ST, stages);
+    const int kt0 = u.c0 * u.kct;
+    const int pre = min(ST, min(u.c1 * u.kct, u.kt) - kt0);
     for (int i = 0; i < pre; ++i) {
         const uint32_t s = r->slot;
         mkg_ring_wait_empty(r, sm, s);
         const uint32_t full = sm->full + 8u * s;
         mkg_mbarrier_arrive_expect_tx(full, S::STAGE_BYTES);
 #pragma unroll
-        for (int h = 0; h < KH * IL; ++h)
+        for (int h = 0; h < KH; ++h)
             mkg_tma_load_2d_b(sm->ring + s * S::STAGE_BYTES + h * S::SUB_BYTES + S::A_BYTES, map_b, full,
-                              mkg_stage_k<TK, KH, IL>(u, i, h), u.t.n * TN, p->deps.flags);
+                              ((kt0 + i) * KH + h) * TK, u.t.n * TN, p->deps.flags);
         mkg_ring_advance<ST>(r);
     }
     if (p->deps.flags & MKG_DEPS_L2_TAIL) {
-        for (int i = pre; i < stages; ++i)
+        const int kt_end = min(u.c1 * u.kct, u.kt);
+        for (int kt = kt0 + pre; kt < kt_end; ++kt)
 #pragma unroll
-            for (int h = 0; h < KH * IL; ++h)
-                mkg_tma_prefetch_l2_2d(map_b, mkg_stage_k<TK, KH, IL>(u, i, h), u.t.n * TN);
+            for (int h = 0; h < KH; ++h)
+                mkg_tma_prefetch_l2_2d(map_b, (kt * KH + h) * TK, u.t.n * TN);
     }
     *row0 = u.t.m * TM;
     *row1 = u.t.m * TM + TM;
@@ -281,38 +257,39 @@ static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_pa
 // The rest of a unit's loads after `pre` B-only stages (pre = 0: the whole unit).
 // CL > 1: this CTA loads its own A and the rank-th 1/CL of the B tile, multicast to
 // every CTA of the cluster; each CTA's full barrier still expects a whole stage.
-template <int TM, int TN, int TK, int ST, int SWAP, int CL = 1, bool ONE = false, int KH = 1, int IL = 1>
+template <int TM, int TN, int TK, int ST, int SWAP, int CL = 1, bool ONE = false, int KH = 1>
 static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_params *p, int m, int unit, int raster,
                                                              int group, int split, mkg_ring *r, const mkg_smem *sm,
                                                              int pre)
 {
-    typedef mkg_shape<TM, TN, TK, ST, SWAP, KH * IL> S;
+    typedef mkg_shape<TM, TN, TK, ST, SWAP, KH> S;
     static_assert(CL == 1 || (!SWAP && (TN / CL) % 8 == 0), "cluster rows multicast whole swizzle atoms of B");
     static_assert(CL == 1 || KH == 1, "cluster rows stage one K sub-tile");
     const uint32_t rank = CL > 1 ? mkg_cluster_ctarank() : 0u;
-    const mkg_unit u = mkg_unit_of<TM, TN, TK, CL, ONE, KH, IL>(p, m, unit, raster, group, split, rank);
+    const mkg_unit u = mkg_unit_of<TM, TN, TK, CL, ONE, KH>(p, m, unit, raster, group, split, rank);
     const CUtensorMap *map_a = &p->a_map[mkg_box_class(TM)];
     const CUtensorMap *map_b = &p->b_map[mkg_box_class(TN / CL)];
-    const int stages = mkg_unit_stages<KH, IL>(u);
+    const int kt0 = u.c0 * u.kct;
+    const int kt_end = min(u.c1 * u.kct, u.kt);
     const uint32_t slot0 = (r->slot + (uint32_t)(ST - pre)) % (uint32_t)ST;
     for (int i = 0; i < pre; ++i) {
         const uint32_t s = (slot0 + (uint32_t)i) % (uint32_t)ST;
 #pragma unroll
-        for (int h = 0; h < KH * IL; ++h)
+        for (int h = 0; h < KH; ++h)
             mkg_tma_load_2d(sm->ring + s * S::STAGE_BYTES + h * S::SUB_BYTES, map_a, sm->full + 8u * s,
-                            mkg_stage_k<TK, KH, IL>(u, i, h), u.t.m * TM);
+                            ((kt0 + i) * KH + h) * TK, u.t.m * TM);
     }
-    for (int i = pre; i < stages; ++i) {
+    for (int kt = kt0 + pre; kt < kt_end; ++kt) {
         const uint32_t s = r->slot;
-        MKG_PROBE_STAGE(0, i);
+        MKG_PROBE_STAGE(0, kt - kt0);
         mkg_ring_wait_empty(r, sm, s);
         const uint32_t full = sm->full + 8u * s;
         const uint32_t stage = sm->ring + s * S::STAGE_BYTES;
         mkg_mbarrier_arrive_expect_tx(full, S::STAGE_BYTES);
 #pragma unroll
-        for (int h = 0; h < KH * IL; ++h) {
+        for (int h = 0; h < KH; ++h) {
             const uint32_t sub = stage + h * S::SUB_BYTES;
-            const int k0 = mkg_stage_k<TK, KH, IL>(u, i, h);
+            const int k0 = (kt * KH + h) * TK;
             mkg_tma_load_2d(sub, map_a, full, k0, u.t.m * TM);
             if constexpr (CL > 1)
                 mkg_tma_load_2d_multicast(sub + S::A_BYTES + rank * (TN / CL) * 128u, map_b, full, k0,
@@ -320,7 +297,7 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
             else
                 mkg_tma_load_2d_b(sub + S::A_BYTES, map_b, full, k0, u.t.n * TN, p->deps.flags);
         }
-        MKG_PROBE_STAGE(1, i);
+        MKG_PROBE_STAGE(1, kt - kt0);
         mkg_ring_advance<ST>(r);
     }
 }
@@ -347,7 +324,7 @@ static __device__ __forceinline__ uint64_t mkg_gemm_stamp_reached(const mkg_gemm
 }
 
 // All TMA loads of one unit (with the dependency split when p->deps.wait is set).
-template <int TM, int TN, int TK, int ST, int SWAP, bool ONE = false, int KH = 1, int IL = 1>
+template <int TM, int TN, int TK, int ST, int SWAP, bool ONE = false, int KH = 1>
 static __device__ __forceinline__ void mkg_gemm_produce_unit(const mkg_gemm_params *p, int m, int unit,
                                                              int raster, int group, int split, mkg_ring *r,
                                                              const mkg_smem *sm)
@@ -356,11 +333,11 @@ static __device__ __forceinline__ void mkg_gemm_produce_unit(const mkg_gemm_para
     if (p->deps.wait) {
         int row0, row1;
         const uint64_t t_reached = mkg_gemm_stamp_reached(p);
-        pre = mkg_gemm_produce_b_first<TM, TN, TK, ST, SWAP, ONE, KH, IL>(p, m, unit, raster, group, split, r, sm,
-                                                                          &row0, &row1);
+        pre = mkg_gemm_produce_b_first<TM, TN, TK, ST, SWAP, ONE, KH>(p, m, unit, raster, group, split, r, sm,
+                                                                      &row0, &row1);
         mkg_gemm_wait_a_rows(p, m, row0, row1, unit, t_reached);
     }
-    mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, 1, ONE, KH, IL>(p, m, unit, raster, group, split, r, sm, pre);
+    mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, 1, ONE, KH>(p, m, unit, raster, group, split, r, sm, pre);
 }
 
 // ---- consumers: 2 warpgroups, wg = 0 or 1 -------------------------------------------
@@ -445,83 +422,11 @@ static __device__ __forceinline__ bool mkg_split_arrive_last(const mkg_gemm_para
 
 // Chunks [*c0, *c1) of work unit `unit`: the consumer runs one step per chunk.
 static __device__ __forceinline__ void mkg_unit_chunk_range(const mkg_gemm_params *p, int unit, int split, int *c0,
-                                                            int *c1, int il = 1)
+                                                            int *c1)
 {
     const int chunks = mkg_chunk_count(p->k, p->kc);
-    const int splits = mkg_lane_split_count(split, chunks, il);
-    mkg_lane_split_range(unit % splits, splits, chunks, il, c0, c1);
-}
-
-// One step of a chunk-lane row (IL > 1): the group of IL chunks c .. c + IL - 1 of unit u. Stage j
-// holds K tile j of each of them; lane h accumulates chunk c + h from zero in increasing k in
-// d + h WN / 2, its wgmma interleaved with the other lanes' (IL independent dependency chains of
-// KC / 16 k16 steps each, instead of one chain through the whole range). After the group the lanes
-// join the fold in chunk order (tot = d_0, then tot += d_1, ...), and on split units each goes to
-// the workspace as its chunk's partial: the same values and order as a one-lane row's steps. d
-// holds IL x WN / 2 floats. XE and OT as for mkg_gemm_consume_step; no fp8 block scales (host-checked).
-template <int DT, int TM, int TN, int TK, int ST, int SWAP, bool XE, int OT, int IL>
-static __device__ __forceinline__ void mkg_gemm_consume_lanes(const mkg_gemm_params *p, int m, const mkg_unit &u,
-                                                              int c, mkg_ring *r, const mkg_smem *sm, int wg,
-                                                              float *d, float *tot)
-{
-    typedef mkg_shape<TM, TN, TK, ST, SWAP, IL> S;
-    constexpr int WN = S::WN, H = WN / 2;
-    static_assert(S::CHUNKED, "chunk lanes fold chunk partials (wgmma N <= MKG_CHUNKED_MAX_WN)");
-    const uint32_t x_row = S::P == 128 ? 64u * wg : 0u;            // this warpgroup's X rows
-    const uint32_t y_row = S::P == 128 ? 0u : (uint32_t)(WN * wg);   // this warpgroup's Y rows
-    const bool releaser = (threadIdx.x & 127) == 0;
-    const int x0 = (SWAP ? u.t.n * TN : u.t.m * TM) + (int)x_row;
-    const int y0 = (SWAP ? u.t.m * TM : u.t.n * TN) + (int)y_row;
-    uint32_t prev = 0;
-    for (int j = 0; j < u.kct; ++j) {
-        const uint32_t s = r->slot;
-        mkg_ring_wait_full(r, sm, s);
-        const uint32_t stage = sm->ring + s * S::STAGE_BYTES;
-        mkg_wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < S::K_STEPS; ++kk) {
-#pragma unroll
-            for (int h = 0; h < IL; ++h) {
-                const uint64_t dx = mkg_wgmma_desc_sw128(stage + h * S::SUB_BYTES + S::X_OFF + x_row * 128u);
-                const uint64_t dy = mkg_wgmma_desc_sw128(stage + h * S::SUB_BYTES + S::Y_OFF + y_row * 128u);
-                mkg_wgmma_m64k16<WN, DT>(d + h * H, dx + kk * MKG_WGMMA_DESC_K16_STEP,
-                                         dy + kk * MKG_WGMMA_DESC_K16_STEP, (j != 0) || (kk != 0));
-            }
-        }
-        mkg_wgmma_commit_group();
-        if (j > 0) {
-            mkg_wgmma_wait_group<1>();
-            if (releaser)
-                mkg_ring_release<1>(sm, prev);
-        }
-        prev = s;
-        mkg_ring_advance<ST>(r);
-    }
-    mkg_wgmma_wait_group<0>();
-#pragma unroll
-    for (int i = 0; i < IL * H; ++i)
-        mkg_fence_operand(d[i]);
-    if (releaser)
-        mkg_ring_release<1>(sm, prev);
-    const bool partials = u.splits > 1;
-#pragma unroll
-    for (int h = 0; h < IL; ++h) {
-        if (partials)
-            mkg_partial_store<WN>(mkg_partial_at<WN>(p, &u, c + h, wg), d + h * H);
-#pragma unroll
-        for (int i = 0; i < H; ++i)
-            tot[i] = c + h == u.c0 ? d[h * H + i] : tot[i] + d[h * H + i];
-    }
-    if (c + IL < u.c1)
-        return;                                       // the unit's next group follows on this CTA
-    if (partials) {
-        if (!mkg_split_arrive_last(p, &u, sm, wg))
-            return;
-        mkg_partial_fold<WN, XE>(p, &u, wg, tot);
-    }
-    mkg_apply_input_scale<DT, H>(p, tot);
-    constexpr int EPI_NB = XE ? S::EPI_BUFS : 2;
-    mkg_epilogue_store<WN, SWAP, EPI_NB, OT>(p, m, tot, x0, y0, r, XE ? sm->ring + S::EPI_OFF : sm->epi, wg);
+    const int splits = mkg_split_count(split, chunks);
+    mkg_split_range(unit % splits, splits, chunks, c0, c1);
 }
 
 // One step: chunk c of work unit `unit`. The caller owns the accumulators d and the
@@ -540,10 +445,8 @@ static __device__ __forceinline__ void mkg_gemm_consume_lanes(const mkg_gemm_par
 // kernel: per step its integer divisions cost more than a 128-deep e4m3 chunk's wgmma, v23);
 // NULL: computed here. bs: the caller's block-scale carry (shipped kernel): a step loads the
 // next chunk's scales while its own chunk runs, and only a unit's first chunk waits for its own.
-// IL > 1: a chunk-lane row; c is the first chunk of a group of IL (mkg_gemm_consume_lanes), and the
-// caller's d holds IL x WN / 2 floats.
 template <int DT, int TM, int TN, int TK, int ST, int SWAP, bool ONE = !mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED,
-          int CL = 1, bool XE = false, int OT = -1, int KH = 1, int IL = 1>
+          int CL = 1, bool XE = false, int OT = -1, int KH = 1>
 static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_params *p, int m, int unit, int c,
                                                              int raster, int group, int split, mkg_ring *r,
                                                              const mkg_smem *sm, int wg, float *d, float *tot,
@@ -555,14 +458,9 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
     constexpr int WN = S::WN;
     static_assert(CL == 1 || ONE, "cluster rows run one chunk per unit");
     static_assert(TK * mkg_dtype_bytes<DT>() == 128, "a stage row is 128 bytes of the input dtype");
-    static_assert(IL == 1 || (!ONE && CL == 1 && KH == 1), "chunk lanes: chunked steps, no cluster, one sub-tile per lane");
     const mkg_unit u = pu ? *pu
-                          : mkg_unit_of<TM, TN, TK, CL, ONE, KH, IL>(p, m, unit, raster, group, split,
-                                                            CL > 1 ? mkg_cluster_ctarank() : 0u);
-    if constexpr (IL > 1) {
-        mkg_gemm_consume_lanes<DT, TM, TN, TK, ST, SWAP, XE, OT, IL>(p, m, u, c, r, sm, wg, d, tot);
-        return;
-    }
+                          : mkg_unit_of<TM, TN, TK, CL, ONE, KH>(p, m, unit, raster, group, split,
+                                                        CL > 1 ? mkg_cluster_ctarank() : 0u);
     const uint32_t x_row = S::P == 128 ? 64u * wg : 0u;          // this warpgroup's X rows
     const uint32_t y_row = S::P == 128 ? 0u : (uint32_t)(WN * wg); // this warpgroup's Y rows
     const bool releaser = (threadIdx.x & 127) == 0;

@@ -99,14 +99,14 @@ static int mkg_cost_eval(const mkg_cost_model *cm, int s, int m, int n, int k, i
     if (!i || m < 1 || n < 1 || k < 1 || sms < 1)
         return 0;
     const int chunks = mkg_chunk_count(k, kc);
-    const int splits = mkg_lane_split_count(i->split, chunks, i->lanes);
+    const int splits = mkg_split_count(i->split, chunks);
     t->units = mkg_ceil_div(m, i->tile_m) * mkg_ceil_div(n, i->tile_n) * splits;
     t->waves = mkg_ceil_div(t->units, sms);
     t->fill = (double)t->units / ((double)t->waves * sms);
     const int active = t->units < sms ? t->units : sms;
     const int kt = mkg_ceil_div(k, i->tile_k);
     const int kct = mkg_chunk_ktiles(k, kc, i->tile_k);
-    int kt_unit = mkg_ceil_div(mkg_lane_groups(chunks, i->lanes), splits) * i->lanes * kct;
+    int kt_unit = mkg_ceil_div(chunks, splits) * kct;
     if (kt_unit > kt)
         kt_unit = kt;
 
@@ -115,14 +115,13 @@ static int mkg_cost_eval(const mkg_cost_model *cm, int s, int m, int n, int k, i
     const double t_mma = flop_unit / (cm->sm_tflops * 1e6 * t->eff);
     const double stage_bytes = (double)(i->tile_m + i->tile_n) * i->tile_k * 2.0;
     const double share_gbps = cm->l2_tbps * 1e3 / active;                    /* GB/s = bytes/ns */
-    const double inflight_gbps = i->stages * i->lanes * stage_bytes / (cm->mem_latency_us * 1e3);
+    const double inflight_gbps = i->stages * stage_bytes / (cm->mem_latency_us * 1e3);
     const double stream_gbps = share_gbps < inflight_gbps ? share_gbps : inflight_gbps;
     const double t_stream = stage_bytes * kt_unit / (stream_gbps * 1e3);
     const double t_epi = (double)mkg_dtype_size(out) * i->tile_m * i->tile_n / (cm->epi_gbps * 1e3);
     /* NOTE: a ping-pong row stores one warpgroup's tile while the other's mainloop runs, so only
      * the CTA's last epilogue is exposed (one per launch, not one per unit). */
-    /* Chunk lanes stage IL chunks' K tiles together: 1 / IL of the stages. */
-    const double t_stages = (double)kt_unit / i->lanes * cm->stage_us;
+    const double t_stages = kt_unit * cm->stage_us;
     double t_busy = t_mma > t_stream ? t_mma : t_stream;
     if (t_stages > t_busy)
         t_busy = t_stages;
@@ -234,9 +233,6 @@ int mkg_plan_explain(const mkg_cost_model *cm, const mkg_layer_desc *l, const mk
             else if (mkg_schedule_check(&d, c) == MKG_ERR_SCHEDULE_K_DEPTH)
                 MKG_EMIT("  %-32s not eligible: K %d / KC %d not in an even number of 128-byte K tiles\n",
                          i->name, l->k, lk.kc);
-            else if (mkg_schedule_check(&d, c) == MKG_ERR_SCHEDULE_LANES)
-                MKG_EMIT("  %-32s not eligible: K %d / KC %d is not %d-lane groups of whole chunks\n", i->name,
-                         l->k, lk.kc, i->lanes);
             else
                 MKG_EMIT("  %-32s not eligible: wgmma N %d cannot fold %d K chunks\n", i->name,
                          mkg_schedule_wgmma_n(c), mkg_chunk_count(l->k, lk.kc));

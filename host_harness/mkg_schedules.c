@@ -6,8 +6,8 @@
 #include "mkg_tile_order.h"
 
 static const mkg_schedule_info mkg_schedule_table[MKG_SCHED_COUNT] = {
-#define MKG_X_INFO(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, il) \
-    {#name, tm, tn, tk, st, raster, group, swap, split, cl, pp, il},
+#define MKG_X_INFO(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) \
+    {#name, tm, tn, tk, st, raster, group, swap, split, cl, pp},
     MKG_SCHEDULE_LIST(MKG_X_INFO)
 #undef MKG_X_INFO
 };
@@ -37,7 +37,7 @@ int mkg_schedule_units(int s, int m, int n, int k, int kc)
     if (i->cluster > 1) /* CTAs: whole clusters of cluster-tile rows */
         return mkg_ceil_div(m, i->tile_m * i->cluster) * i->cluster * mkg_ceil_div(n, i->tile_n);
     return mkg_ceil_div(m, i->tile_m) * mkg_ceil_div(n, i->tile_n) *
-           mkg_lane_split_count(i->split, mkg_chunk_count(k, kc), i->lanes);
+           mkg_split_count(i->split, mkg_chunk_count(k, kc));
 }
 
 size_t mkg_workspace_counter_bytes(int m, int n)
@@ -59,7 +59,7 @@ size_t mkg_schedule_workspace_bytes(int s, int m, int n, int k, int kc)
     if (!i || m < 1 || n < 1 || k < 1)
         return 0;
     const int chunks = mkg_chunk_count(k, kc);
-    if (mkg_lane_split_count(i->split, chunks, i->lanes) < 2)
+    if (mkg_split_count(i->split, chunks) < 2)
         return 0;
     const size_t tiles = (size_t)mkg_ceil_div(m, i->tile_m) * (size_t)mkg_ceil_div(n, i->tile_n);
     return mkg_workspace_counter_bytes(m, n) +

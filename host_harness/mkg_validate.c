@@ -140,14 +140,6 @@ mkg_status mkg_schedule_check(const mkg_gemm_desc *d, int s)
         if (mkg_ceil_div(d->k, sub) % 2 != 0 || (mkg_chunk_count(d->k, d->kc) > 1 && (d->kc / sub) % 2 != 0))
             return MKG_ERR_SCHEDULE_K_DEPTH;
     }
-    /* Chunk-lane rows run IL chunks side by side in lockstep, stage by stage: every chunk the
-     * same K tiles (K a whole number of chunks, so no lane holds a zero-filled tile that the
-     * other rows do not run) and whole groups of IL chunks per unit. */
-    if (info->lanes > 1) {
-        const int chunks = mkg_chunk_count(d->k, d->kc);
-        if (chunks % info->lanes != 0 || chunks < info->lanes || d->k % d->kc != 0 || d->a_block_scales)
-            return MKG_ERR_SCHEDULE_LANES;
-    }
     /* More than one K chunk needs a kernel compiled with the chunk fold (wgmma N <= 128);
      * so do fused epilogues, megakernel dependencies (see mkg_epilogue_store) and fp8 block
      * scales (applied to each chunk's partial, even when K is one chunk). */

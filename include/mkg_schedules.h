@@ -29,14 +29,6 @@
  *           cooperative rows, PP = 0, split each tile between the two and idle the tensor
  *           cores through every epilogue). Shipped kernel only, one K chunk, no swap,
  *           no split, no cluster.
- *   IL      chunk lanes: 1, or IL > 1 K chunks of the layer side by side. A stage holds the
- *           same 64-deep K tile of IL consecutive chunks (IL sub-tiles), each accumulated in
- *           its own registers, so a unit's dependent wgmma chain is K / IL deep instead of K
- *           (v12 found decode units bound by that chain: 128 k16 steps at K = 2048); the chunk
- *           partials then fold in chunk order as always, so the bits are every row's for
- *           that KC. Needs a chunked layer whose chunk count IL divides and K a whole number
- *           of chunks; splits share out whole groups of IL chunks. TK = 64, no cluster, no
- *           ping-pong, no fp8 block scales; chunked kernels only.
  *
  * TN need not be a power of two (a multiple of 8 with a TMA box class, mkg_box_class): n176
  * ping-pong cuts 8B gate_up at M = 2048 into 20 full waves of 132 tiles, not 19 with the last
@@ -55,50 +47,47 @@
 extern "C" {
 #endif
 
-/*  name                          TM   TN   TK  ST  RASTER        GROUP SWAP SPLIT CL  PP  IL */
+/*  name                          TM   TN   TK  ST  RASTER        GROUP SWAP SPLIT CL  PP */
 #define MKG_SCHEDULE_LIST(X)                                                             \
-    X(m128n256k64_s4_rm_g8,          128, 256, 64, 4, MKG_RASTER_M,  8,    0,    1,  1,  0,  1) \
-    X(m128n256k64_s4_rn_g8,          128, 256, 64, 4, MKG_RASTER_N,  8,    0,    1,  1,  0,  1) \
-    X(m128n256k64_s3_rm_g16,         128, 256, 64, 3, MKG_RASTER_M, 16,    0,    1,  1,  0,  1) \
-    X(m128n192k64_s4_rm_g8,          128, 192, 64, 4, MKG_RASTER_M,  8,    0,    1,  1,  0,  1) \
-    X(m128n128k64_s6_rm_g8,          128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1,  1,  0,  1) \
-    X(m128n128k64_s6_rn_g8,          128, 128, 64, 6, MKG_RASTER_N,  8,    0,    1,  1,  0,  1) \
-    X(m128n128k64_s6_rn_g8_sk4,      128, 128, 64, 6, MKG_RASTER_N,  8,    0,    4,  1,  0,  1) \
-    X(m128n64k64_s6_rn_g8,           128,  64, 64, 6, MKG_RASTER_N,  8,    0,    1,  1,  0,  1) \
-    X(m128n64k64_s6_rn_g8_sk4,       128,  64, 64, 6, MKG_RASTER_N,  8,    0,    4,  1,  0,  1) \
-    X(m64n256k64_s4_rm_g8,            64, 256, 64, 4, MKG_RASTER_M,  8,    0,    1,  1,  0,  1) \
-    X(m64n128k64_s5_rn_g8,            64, 128, 64, 5, MKG_RASTER_N,  8,    0,    1,  1,  0,  1) \
-    X(m64n64k64_s6_rn_g8,             64,  64, 64, 6, MKG_RASTER_N,  8,    0,    1,  1,  0,  1) \
-    X(m8n128k64_s8_swap_rn_g8,         8, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1,  0,  1) \
-    X(m16n128k64_s8_swap_rn_g8,       16, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1,  0,  1) \
-    X(m16n128k64_s8_swap_rn_g8_sk16,  16, 128, 64, 8, MKG_RASTER_N,  8,    1,   16,  1,  0,  1) \
-    X(m32n128k64_s8_swap_rn_g8,       32, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1,  0,  1) \
-    X(m32n128k64_s8_swap_rn_g8_sk8,   32, 128, 64, 8, MKG_RASTER_N,  8,    1,    8,  1,  0,  1) \
-    X(m64n128k64_s8_swap_rn_g8,       64, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1,  0,  1) \
-    X(m64n128k64_s8_swap_rn_g8_sk8,   64, 128, 64, 8, MKG_RASTER_N,  8,    1,    8,  1,  0,  1) \
-    X(m128n256k64_s4_rm_g8_c2,       128, 256, 64, 4, MKG_RASTER_M,  8,    0,    1,  2,  0,  1) \
-    X(m128n256k64_s4_rn_g8_c2,       128, 256, 64, 4, MKG_RASTER_N,  8,    0,    1,  2,  0,  1) \
-    X(m128n128k64_s6_rm_g8_c2,       128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1,  2,  0,  1) \
-    X(m128n128k64_s6_rn_g8_c2,       128, 128, 64, 6, MKG_RASTER_N,  8,    0,    1,  2,  0,  1) \
-    X(m128n256k64_s3_rn_g8,          128, 256, 64, 3, MKG_RASTER_N,  8,    0,    1,  1,  0,  1) \
-    X(m128n128k64_s6_rn_g8_pp,       128, 128, 64, 6, MKG_RASTER_N,  8,    0,    1,  1,  1,  1) \
-    X(m128n128k64_s6_rm_g8_pp,       128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1,  1,  1,  1) \
-    X(m128n64k64_s8_rn_g8,           128,  64, 64, 8, MKG_RASTER_N,  8,    0,    1,  1,  0,  1) \
-    X(m8n128k64_s11_swap_rn_g8,        8, 128, 64,11, MKG_RASTER_N,  8,    1,    1,  1,  0,  1) \
-    X(m128n192k64_s4_rm_g16_pp,      128, 192, 64, 4, MKG_RASTER_M, 16,    0,    1,  1,  1,  1) \
-    X(m16n64k64_s16_swap_rn_g8,       16,  64, 64,16, MKG_RASTER_N,  8,    1,    1,  1,  0,  1) \
-    X(m16n64k64_s16_swap_rn_g8_sk8,   16,  64, 64,16, MKG_RASTER_N,  8,    1,    8,  1,  0,  1) \
-    X(m16n64k128_s8_swap_rn_g8,       16,  64,128, 8, MKG_RASTER_N,  8,    1,    1,  1,  0,  1) \
-    X(m8n128k128_s5_swap_rn_g8,        8, 128,128, 5, MKG_RASTER_N,  8,    1,    1,  1,  0,  1) \
-    X(m32n128k128_s4_swap_rn_g8,      32, 128,128, 4, MKG_RASTER_N,  8,    1,    1,  1,  0,  1) \
-    X(m16n64k128_s8_swap_rn_g8_sk8,   16,  64,128, 8, MKG_RASTER_N,  8,    1,    8,  1,  0,  1) \
-    X(m128n176k64_s5_rm_g16_pp,      128, 176, 64, 5, MKG_RASTER_M, 16,    0,    1,  1,  1,  1) \
-    X(m16n64k64_s4_swap_rn_g8_il4,    16,  64, 64, 4, MKG_RASTER_N,  8,    1,    1,  1,  0,  4) \
-    X(m16n64k64_s4_swap_rn_g8_sk8_il4, 16, 64, 64, 4, MKG_RASTER_N,  8,    1,    8,  1,  0,  4) \
-    X(m8n128k64_s5_swap_rn_g8_il2,     8, 128, 64, 5, MKG_RASTER_N,  8,    1,    1,  1,  0,  2)
+    X(m128n256k64_s4_rm_g8,          128, 256, 64, 4, MKG_RASTER_M,  8,    0,    1,  1,  0) \
+    X(m128n256k64_s4_rn_g8,          128, 256, 64, 4, MKG_RASTER_N,  8,    0,    1,  1,  0) \
+    X(m128n256k64_s3_rm_g16,         128, 256, 64, 3, MKG_RASTER_M, 16,    0,    1,  1,  0) \
+    X(m128n192k64_s4_rm_g8,          128, 192, 64, 4, MKG_RASTER_M,  8,    0,    1,  1,  0) \
+    X(m128n128k64_s6_rm_g8,          128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1,  1,  0) \
+    X(m128n128k64_s6_rn_g8,          128, 128, 64, 6, MKG_RASTER_N,  8,    0,    1,  1,  0) \
+    X(m128n128k64_s6_rn_g8_sk4,      128, 128, 64, 6, MKG_RASTER_N,  8,    0,    4,  1,  0) \
+    X(m128n64k64_s6_rn_g8,           128,  64, 64, 6, MKG_RASTER_N,  8,    0,    1,  1,  0) \
+    X(m128n64k64_s6_rn_g8_sk4,       128,  64, 64, 6, MKG_RASTER_N,  8,    0,    4,  1,  0) \
+    X(m64n256k64_s4_rm_g8,            64, 256, 64, 4, MKG_RASTER_M,  8,    0,    1,  1,  0) \
+    X(m64n128k64_s5_rn_g8,            64, 128, 64, 5, MKG_RASTER_N,  8,    0,    1,  1,  0) \
+    X(m64n64k64_s6_rn_g8,             64,  64, 64, 6, MKG_RASTER_N,  8,    0,    1,  1,  0) \
+    X(m8n128k64_s8_swap_rn_g8,         8, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1,  0) \
+    X(m16n128k64_s8_swap_rn_g8,       16, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1,  0) \
+    X(m16n128k64_s8_swap_rn_g8_sk16,  16, 128, 64, 8, MKG_RASTER_N,  8,    1,   16,  1,  0) \
+    X(m32n128k64_s8_swap_rn_g8,       32, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1,  0) \
+    X(m32n128k64_s8_swap_rn_g8_sk8,   32, 128, 64, 8, MKG_RASTER_N,  8,    1,    8,  1,  0) \
+    X(m64n128k64_s8_swap_rn_g8,       64, 128, 64, 8, MKG_RASTER_N,  8,    1,    1,  1,  0) \
+    X(m64n128k64_s8_swap_rn_g8_sk8,   64, 128, 64, 8, MKG_RASTER_N,  8,    1,    8,  1,  0) \
+    X(m128n256k64_s4_rm_g8_c2,       128, 256, 64, 4, MKG_RASTER_M,  8,    0,    1,  2,  0) \
+    X(m128n256k64_s4_rn_g8_c2,       128, 256, 64, 4, MKG_RASTER_N,  8,    0,    1,  2,  0) \
+    X(m128n128k64_s6_rm_g8_c2,       128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1,  2,  0) \
+    X(m128n128k64_s6_rn_g8_c2,       128, 128, 64, 6, MKG_RASTER_N,  8,    0,    1,  2,  0) \
+    X(m128n256k64_s3_rn_g8,          128, 256, 64, 3, MKG_RASTER_N,  8,    0,    1,  1,  0) \
+    X(m128n128k64_s6_rn_g8_pp,       128, 128, 64, 6, MKG_RASTER_N,  8,    0,    1,  1,  1) \
+    X(m128n128k64_s6_rm_g8_pp,       128, 128, 64, 6, MKG_RASTER_M,  8,    0,    1,  1,  1) \
+    X(m128n64k64_s8_rn_g8,           128,  64, 64, 8, MKG_RASTER_N,  8,    0,    1,  1,  0) \
+    X(m8n128k64_s11_swap_rn_g8,        8, 128, 64,11, MKG_RASTER_N,  8,    1,    1,  1,  0) \
+    X(m128n192k64_s4_rm_g16_pp,      128, 192, 64, 4, MKG_RASTER_M, 16,    0,    1,  1,  1) \
+    X(m16n64k64_s16_swap_rn_g8,       16,  64, 64,16, MKG_RASTER_N,  8,    1,    1,  1,  0) \
+    X(m16n64k64_s16_swap_rn_g8_sk8,   16,  64, 64,16, MKG_RASTER_N,  8,    1,    8,  1,  0) \
+    X(m16n64k128_s8_swap_rn_g8,       16,  64,128, 8, MKG_RASTER_N,  8,    1,    1,  1,  0) \
+    X(m8n128k128_s5_swap_rn_g8,        8, 128,128, 5, MKG_RASTER_N,  8,    1,    1,  1,  0) \
+    X(m32n128k128_s4_swap_rn_g8,      32, 128,128, 4, MKG_RASTER_N,  8,    1,    1,  1,  0) \
+    X(m16n64k128_s8_swap_rn_g8_sk8,   16,  64,128, 8, MKG_RASTER_N,  8,    1,    8,  1,  0) \
+    X(m128n176k64_s5_rm_g16_pp,      128, 176, 64, 5, MKG_RASTER_M, 16,    0,    1,  1,  1)
 
 typedef enum mkg_schedule {
-#define MKG_X_ENUM(name, tm, tn, tk, st, raster, group, swap, split, cl, pp, il) MKG_SCHED_##name,
+#define MKG_X_ENUM(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) MKG_SCHED_##name,
     MKG_SCHEDULE_LIST(MKG_X_ENUM)
 #undef MKG_X_ENUM
     MKG_SCHED_COUNT
@@ -125,7 +114,6 @@ typedef struct mkg_schedule_info {
     int raster, group, swap_ab, split;
     int cluster;        /* CTAs per cluster (CL column) */
     int pingpong;       /* 1: ping-pong consumers (PP column) */
-    int lanes;          /* chunk lanes (IL column): K chunks run side by side, 1 = one at a time */
 } mkg_schedule_info;
 
 /** Metadata of schedule s, or NULL when s is not a table row. */

@@ -69,8 +69,7 @@ extern "C" {
     X(MKG_ERR_BAD_FLAGS,            "launch flags hold a bit that is not an MKG_LAUNCH_FLAG_*") \
     X(MKG_ERR_BAD_BLOCK_SCALES,     "block scales need e4m3 inputs, both scale pointers 4-byte aligned, ld_a_block_scales >= M, kc = 128 and no dependency wait") \
     X(MKG_ERR_DEPS_FLAGS,           "deps.flags holds a bit that is not an MKG_DEPS_*")      \
-    X(MKG_ERR_SCHEDULE_K_DEPTH,     "two-sub-tile stages need K (and a chunked K's KC) in an even number of 128-byte K tiles") \
-    X(MKG_ERR_SCHEDULE_LANES,       "chunk-lane rows need K cut into whole KC chunks, a multiple of the row's lanes, and no block scales")
+    X(MKG_ERR_SCHEDULE_K_DEPTH,     "two-sub-tile stages need K (and a chunked K's KC) in an even number of 128-byte K tiles")
 
 typedef enum mkg_status {
 #define MKG_X_ENUM(code, msg) code,

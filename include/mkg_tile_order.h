@@ -95,33 +95,6 @@ static MKG_HD void mkg_split_range(int s, int splits, int chunks, int *c0, int *
     *c1 = (int)((long long)(s + 1) * chunks / splits);
 }
 
-/* Rows with IL chunk lanes (IL > 1) run IL chunks side by side and share a tile's chunks
- * out in whole groups of IL (the host admits them only where IL divides the chunk count):
- * units per tile, and split s's chunks [*c0, *c1). IL = 1: mkg_split_count, mkg_split_range. */
-static MKG_HD int mkg_lane_groups(int chunks, int il)
-{
-    return chunks / il < 1 ? 1 : chunks / il;
-}
-
-static MKG_HD int mkg_lane_split_count(int split, int chunks, int il)
-{
-    return mkg_split_count(split, mkg_lane_groups(chunks, il));
-}
-
-static MKG_HD void mkg_lane_split_range(int s, int splits, int chunks, int il, int *c0, int *c1)
-{
-    mkg_split_range(s, splits, mkg_lane_groups(chunks, il), c0, c1);
-    *c0 *= il;
-    *c1 *= il;
-}
-
-/* K tile (of the chunk's kct) that sub-tile h of stage i of a chunk-lane unit from chunk c0
- * holds: per group of IL chunks, stage j holds K tile j of each of them. */
-static MKG_HD int mkg_lane_ktile(int c0, int i, int h, int kct, int il)
-{
-    return (c0 + (i / kct) * il + h) * kct + i % kct;
-}
-
 #ifdef __cplusplus
 }
 #endif

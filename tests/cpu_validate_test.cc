@@ -218,10 +218,9 @@ TEST(Validate, UnknownScheduleIsRejectedBeforeCuda)
     EXPECT_EQ(mkg_schedule_check(&d, MKG_SCHED_COUNT), MKG_ERR_UNKNOWN_SCHEDULE);
     EXPECT_EQ(mkg_gemm(&d, MKG_SCHED_COUNT, 0), MKG_ERR_UNKNOWN_SCHEDULE);
     EXPECT_EQ(mkg_gemm(&d, -7, 0), MKG_ERR_UNKNOWN_SCHEDULE);
-    d.k = d.lda = d.ldb = 128;                 // two 64-deep K tiles: every row runs it,
-    for (int s = 0; s < MKG_SCHED_COUNT; ++s)  // but chunk-lane rows, which need a chunked K
-        EXPECT_EQ(mkg_schedule_check(&d, s), mkg_schedule_get(s)->lanes > 1 ? MKG_ERR_SCHEDULE_LANES : MKG_OK)
-            << mkg_schedule_get(s)->name;
+    d.k = d.lda = d.ldb = 128;                 // two 64-deep K tiles: every row runs it
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s)
+        EXPECT_EQ(mkg_schedule_check(&d, s), MKG_OK) << mkg_schedule_get(s)->name;
 }
 
 // Rows with two K sub-tiles per stage run K in an even number of 128-byte K tiles only (the
@@ -244,9 +243,7 @@ TEST(Validate, TwoSubTileRowsNeedAnEvenNumberOfKTiles)
             for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
                 const bool two = mkg_schedule_get(s)->tile_k == 128;
                 deep += two && tiles_x8 == 1;
-                EXPECT_EQ(mkg_schedule_check(&d, s), two && !even                    ? MKG_ERR_SCHEDULE_K_DEPTH
-                                                     : mkg_schedule_get(s)->lanes > 1 ? MKG_ERR_SCHEDULE_LANES
-                                                                                      : MKG_OK)
+                EXPECT_EQ(mkg_schedule_check(&d, s), two && !even ? MKG_ERR_SCHEDULE_K_DEPTH : MKG_OK)
                     << mkg_schedule_get(s)->name << " K=" << d.k;
             }
         }
@@ -259,31 +256,16 @@ TEST(Validate, ChunkedKNeedsAChunkCapableSchedule)
     mkg_gemm_desc d = valid_desc();
     d.k = 4096;
     d.lda = d.ldb = 4096;
-    d.kc = 4096;                               // one chunk: every row runs it but the chunk-lane rows
-    int lanes = 0;
-    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
-        lanes += mkg_schedule_get(s)->lanes > 1;
-        EXPECT_EQ(mkg_schedule_check(&d, s), mkg_schedule_get(s)->lanes > 1 ? MKG_ERR_SCHEDULE_LANES : MKG_OK)
-            << mkg_schedule_get(s)->name;
-    }
-    EXPECT_GT(lanes, 0) << "the table has no chunk-lane row";
+    d.kc = 4096;                               // one chunk: every row runs it
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s)
+        EXPECT_EQ(mkg_schedule_check(&d, s), MKG_OK) << mkg_schedule_get(s)->name;
     d.kc = 1024;                               // four chunks: rows with wgmma N > 128 cannot fold them,
-    for (int s = 0; s < MKG_SCHED_COUNT; ++s)  // and shipped-only rows run one chunk; 2 and 4 lanes divide 4
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s)  // and shipped-only rows run one chunk
         EXPECT_EQ(mkg_schedule_check(&d, s),
                   mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || mkg_schedule_shipped_only(s)
                       ? MKG_ERR_SCHEDULE_INELIGIBLE
                       : MKG_OK)
             << mkg_schedule_get(s)->name;
-    d.kc = 2048;                               // two chunks: a four-lane row has no whole group
-    for (int s = 0; s < MKG_SCHED_COUNT; ++s)
-        if (mkg_schedule_get(s)->lanes > 1)
-            EXPECT_EQ(mkg_schedule_check(&d, s), mkg_schedule_get(s)->lanes == 4 ? MKG_ERR_SCHEDULE_LANES : MKG_OK)
-                << mkg_schedule_get(s)->name << " kc=2048";
-    d.k = d.lda = d.ldb = 4096 - 512;          // 3584 in chunks of 1024: the last chunk is short
-    for (int s = 0; s < MKG_SCHED_COUNT; ++s)
-        if (mkg_schedule_get(s)->lanes > 1)
-            EXPECT_EQ(mkg_schedule_check(&d, s), MKG_ERR_SCHEDULE_LANES) << mkg_schedule_get(s)->name << " K=3584";
-    d.k = d.lda = d.ldb = 4096;
     // Chunks of three 64-deep tiles: a two-sub-tile stage would straddle every other chunk edge.
     int deep = 0;
     d.kc = 192;
@@ -292,8 +274,7 @@ TEST(Validate, ChunkedKNeedsAChunkCapableSchedule)
         const bool two = mkg_schedule_get(s)->tile_k == 128;
         deep += two;
         EXPECT_EQ(mkg_schedule_check(&d, s),
-                  two                              ? MKG_ERR_SCHEDULE_K_DEPTH
-                  : mkg_schedule_get(s)->lanes > 1 ? MKG_ERR_SCHEDULE_LANES
+                  two ? MKG_ERR_SCHEDULE_K_DEPTH
                   : mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || mkg_schedule_shipped_only(s)
                       ? MKG_ERR_SCHEDULE_INELIGIBLE
                       : MKG_OK)
@@ -311,7 +292,6 @@ TEST(Validate, ChunkedKNeedsAChunkCapableSchedule)
     for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
         const bool chunk_row = mkg_schedule_wgmma_n(s) <= MKG_CHUNKED_MAX_WN && !mkg_schedule_shipped_only(s);
         const mkg_status want = mkg_schedule_get(s)->tile_k == 128 ? MKG_ERR_SCHEDULE_K_DEPTH
-                                : mkg_schedule_get(s)->lanes > 1   ? MKG_ERR_SCHEDULE_LANES
                                 : chunk_row                        ? MKG_OK
                                                                    : MKG_ERR_SCHEDULE_INELIGIBLE;
         EXPECT_EQ(mkg_schedule_check(&d, s), want) << mkg_schedule_get(s)->name << " with block scales";

@@ -132,9 +132,8 @@ double max_rel_for_case(const mkg_case *c, const mkg_err_stats &e)
 }
 
 // Runs every schedule on one case; checks accuracy, writes outside M x N and
-// bitwise equality with schedule 0. Appends the schedules whose bits differ; counts the
-// schedules that ran into *ran (when given, MKG_SCHED_COUNT entries).
-void check_all_schedules(mkg_case *c, double *worst_rel, std::vector<int> *differ, std::vector<int> *ran = nullptr)
+// bitwise equality with schedule 0. Appends the schedules whose bits differ.
+void check_all_schedules(mkg_case *c, double *worst_rel, std::vector<int> *differ)
 {
     const Bound b = bound_for_case(c);
     const std::string where = shape_str(c->m, c->n, c->k) + " " + mkg_dtype_name(c->in) + "->" +
@@ -146,8 +145,6 @@ void check_all_schedules(mkg_case *c, double *worst_rel, std::vector<int> *diffe
         if (mkg_schedule_check(&d, s) != MKG_OK || !schedule_selected(s))
             continue;                                  // e.g. wgmma N 256 rows on a chunked K
         ASSERT_EQ(mkg_case_run(c, s, 0, c->m), MKG_OK) << where << " " << sched_name(s);
-        if (ran)
-            ++(*ran)[s];
         mkg_err_stats e;
         ASSERT_EQ(mkg_case_errors(c, c->m, &e), MKG_OK);
         EXPECT_EQ(e.nonfinite, 0) << where << " " << sched_name(s) << ": non-finite outputs (unwritten or NaN)";
@@ -186,14 +183,14 @@ void sweep(unsigned long long seed, mkg_dtype in, mkg_dtype out)
                                           : std::vector<int>{8, 64, 72, 4096};
     double worst = 0.0;
     int shapes = 0;
-    std::vector<int> differ_count(MKG_SCHED_COUNT, 0), ran(MKG_SCHED_COUNT, 0);
+    std::vector<int> differ_count(MKG_SCHED_COUNT, 0);
     for (int k : ks)
         for (int m : sizes)
             for (int n : sizes) {
                 mkg_case c;
                 ASSERT_EQ(mkg_case_init(&c, m, n, k, in, out, seed + shapes), MKG_OK);
                 std::vector<int> differ;
-                check_all_schedules(&c, &worst, &differ, &ran);
+                check_all_schedules(&c, &worst, &differ);
                 for (int s : differ) {
                     ++differ_count[s];
                     ADD_FAILURE() << shape_str(m, n, k) << ": " << sched_name(s) << " differs bitwise from "
@@ -218,55 +215,8 @@ void sweep(unsigned long long seed, mkg_dtype in, mkg_dtype out)
     for (int s = 0; s < MKG_SCHED_COUNT; ++s)
         std::printf("[ bitwise  ] %-28s %s\n", sched_name(s),
                     !schedule_selected(s) ? "not run (MKG_TEST_SCHEDULES)"
-                    : !ran[s]             ? "not eligible for one-chunk K (chunk-lane rows: LaneRowsRaggedShapes)"
                     : differ_count[s]     ? "DIFFERS from schedule 0"
                                           : "identical to schedule 0 on every shape");
-}
-
-// The chunk-lane rows on ragged M and N, with K cut into 4 chunks of 1, 4 and 8 K tiles (and 16
-// chunks at K = 8192): every chunk-capable row, lane rows, split rows and the rest, against the
-// FP64 reference and bitwise against the first (a one-lane row).
-void lane_sweep(unsigned long long seed, mkg_dtype in, mkg_dtype out)
-{
-    const std::vector<int> sizes = quick() ? std::vector<int>{1, 65, 129} : std::vector<int>{1, 7, 65, 129, 1000};
-    const int per_tile = in == MKG_DTYPE_E4M3 ? 128 : 64;
-    const std::vector<std::pair<int, int>> kks = {{4 * per_tile, per_tile}, {16 * per_tile, 4 * per_tile},
-                                                  {32 * per_tile, 8 * per_tile}, {128 * per_tile, 8 * per_tile}};
-    double worst = 0.0;
-    int shapes = 0;
-    std::vector<int> differ_count(MKG_SCHED_COUNT, 0), ran(MKG_SCHED_COUNT, 0);
-    for (const auto &kk : kks)
-        for (int m : sizes)
-            for (int n : sizes) {
-                if (quick() && kk.first > 32 * per_tile)
-                    continue;
-                mkg_case c;
-                ASSERT_EQ(mkg_case_init(&c, m, n, kk.first, in, out, seed + shapes), MKG_OK);
-                ASSERT_EQ(mkg_case_set_kc(&c, kk.second), MKG_OK);
-                std::vector<int> differ;
-                check_all_schedules(&c, &worst, &differ, &ran);
-                for (int s : differ) {
-                    ++differ_count[s];
-                    ADD_FAILURE() << shape_str(m, n, kk.first) << " kc=" << kk.second << ": " << sched_name(s)
-                                  << " differs bitwise";
-                }
-                mkg_case_free(&c);
-                ++shapes;
-                if (::testing::Test::HasFatalFailure())
-                    return;
-            }
-    std::printf("[ lanes    ] %s->%s: %d chunked shapes, worst max_rel_err %.3g\n", mkg_dtype_name(in),
-                mkg_dtype_name(out), shapes, worst);
-    int lane_rows = 0;
-    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
-        if (mkg_schedule_get(s)->lanes == 1 || !schedule_selected(s))
-            continue;
-        ++lane_rows;
-        EXPECT_GT(ran[s], 0) << sched_name(s) << " never ran";
-        std::printf("[ lanes    ] %-32s %d runs, %s\n", sched_name(s), ran[s],
-                    differ_count[s] ? "DIFFERS from the first chunk-capable row" : "bitwise identical to it");
-    }
-    EXPECT_GT(lane_rows, 0) << "no chunk-lane row selected";
 }
 
 }  // namespace
@@ -295,16 +245,6 @@ TEST_F(Gpu, ReferenceGpuMatchesCpu)
 TEST_F(Gpu, EveryScheduleRaggedShapesBf16)
 {
     sweep(seed_, MKG_DTYPE_BF16, MKG_DTYPE_BF16);
-}
-
-TEST_F(Gpu, LaneRowsRaggedShapesBf16)
-{
-    lane_sweep(seed_ + 500, MKG_DTYPE_BF16, MKG_DTYPE_BF16);
-}
-
-TEST_F(Gpu, LaneRowsRaggedShapesE4m3)
-{
-    lane_sweep(seed_ + 600, MKG_DTYPE_E4M3, MKG_DTYPE_BF16);
 }
 
 TEST_F(Gpu, EveryScheduleRaggedShapesFp16)
