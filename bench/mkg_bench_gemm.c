@@ -312,11 +312,8 @@ int main(int argc, char **argv)
     meta.commit = args.commit ? args.commit : env_commit ? env_commit : "unknown";
     printf("mkg_bench_gemm: %s, %d SMs, L2 %d bytes, %d replays, %d rows from %s, commit %s\n", cfg.gpu, cfg.sms,
            cfg.l2_bytes, cfg.replays, total, args.shapes, meta.commit);
-    printf("mkg_bench_gemm: K chunks: %s policy; device-to-device copy %.0f GB/s (read + write)\n",
-           cfg.kc_policy == MKG_BENCH_KC_DECODE  ? "decode (mkg_plan_kc_decode)"
-           : cfg.kc_policy == MKG_BENCH_KC_FIXED ? "fixed (--kc-min)"
-                                                 : "one chunk (mkg_plan_kc)",
-           cfg.copy_gbps);
+    printf("mkg_bench_gemm: K chunks: %s policy (kc_min %d); device-to-device copy %.0f GB/s (read + write)\n",
+           mkg_bench_kc_policy_name(&cfg), cfg.kc_min > 0 ? cfg.kc_min : MKG_PLAN_MIN_KC, cfg.copy_gbps);
     fflush(stdout);
 
     mkg_bench_row *rows = (mkg_bench_row *)calloc(total, sizeof *rows);

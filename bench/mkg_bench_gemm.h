@@ -63,6 +63,9 @@ typedef struct mkg_bench_cfg {
 /* The canonical K chunk of an N x K layer under cfg->kc_policy (from N and K alone). */
 int mkg_bench_layer_kc(const mkg_bench_cfg *cfg, int n, int k);
 
+/* cfg->kc_policy as the JSON and the log name it: "one", "decode" or "fixed". */
+const char *mkg_bench_kc_policy_name(const mkg_bench_cfg *cfg);
+
 /* Measures cfg->copy_gbps (the weight-streaming yardstick of the decode rows). */
 void mkg_bench_measure_copy(mkg_bench_cfg *cfg);
 

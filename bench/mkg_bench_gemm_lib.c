@@ -105,6 +105,11 @@ int mkg_bench_layer_kc(const mkg_bench_cfg *cfg, int n, int k)
     return mkg_plan_kc_decode_min(n, k, cfg->sms, kc_min);
 }
 
+const char *mkg_bench_kc_policy_name(const mkg_bench_cfg *cfg)
+{
+    return cfg->kc_policy == MKG_BENCH_KC_DECODE ? "decode" : cfg->kc_policy == MKG_BENCH_KC_FIXED ? "fixed" : "one";
+}
+
 void mkg_bench_measure_copy(mkg_bench_cfg *cfg)
 {
     const size_t bytes = (size_t)256 << 20;
@@ -1623,9 +1628,7 @@ int mkg_bench_write_json(const char *path, const mkg_bench_cfg *cfg, const mkg_b
     fprintf(f, ",\n  \"l2_bytes\": %d,\n  \"replays\": %d,\n  \"dispatch_kernel\": %s,\n  \"dispatch_grid\": \"%s\","
                "\n  \"kc_policy\": \"%s\",\n  \"kc_min\": %d,\n  \"block_scales\": %s,\n  \"copy_gbps\": ",
             cfg->l2_bytes, cfg->replays, mkg_bench_dispatch_available() ? "true" : "false",
-            cfg->dispatch_grid_units ? "units" : "sms", cfg->kc_policy == MKG_BENCH_KC_DECODE  ? "decode"
-            : cfg->kc_policy == MKG_BENCH_KC_FIXED ? "fixed"
-                                                   : "one",
+            cfg->dispatch_grid_units ? "units" : "sms", mkg_bench_kc_policy_name(cfg),
             cfg->kc_min > 0 ? cfg->kc_min : MKG_PLAN_MIN_KC, cfg->block_scales ? "true" : "false");
     mkg_json_number(f, "%.1f", cfg->copy_gbps > 0.0 ? cfg->copy_gbps : NAN);
     fputs(",\n  \"table\": ", f);
