@@ -34,10 +34,12 @@ extern "C" cudaError_t mkg_bench_dispatch_launch(mkg_dtype dt, const mkg_layer_d
 {
     if (dt == MKG_DTYPE_BF16)
         mkg_bench_dispatch_kernel<MKG_DTYPE_BF16, MKG_DTYPE_BF16>
-            <<<grid, MKG_LAUNCH_THREADS, MKG_LAUNCH_SMEM_BYTES, stream>>>(rows, count, m_cur, err, layer);
+            <<<grid, MKG_LAUNCH_THREADS, MKG_LAUNCH_SMEM_BYTES, stream>>>(rows, count, m_cur, err, layer,
+                                                                               mkg_launch_producers());
     else if (dt == MKG_DTYPE_FP16)
         mkg_bench_dispatch_kernel<MKG_DTYPE_FP16, MKG_DTYPE_FP16>
-            <<<grid, MKG_LAUNCH_THREADS, MKG_LAUNCH_SMEM_BYTES, stream>>>(rows, count, m_cur, err, layer);
+            <<<grid, MKG_LAUNCH_THREADS, MKG_LAUNCH_SMEM_BYTES, stream>>>(rows, count, m_cur, err, layer,
+                                                                               mkg_launch_producers());
     else
         return cudaErrorInvalidValue;
     return cudaGetLastError();

@@ -12,7 +12,7 @@
 template <int DT, int OT>
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
 mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, const int *__restrict__ m_cur,
-                          unsigned int *err, int layer)
+                          unsigned int *err, int layer, int producers)
 {
     extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
     __shared__ mkg_dispatch_slot slot;
@@ -35,12 +35,19 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
     int m = 0, units = 0;
     if (threadIdx.x < 128) {
         mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
-        if (threadIdx.x == 0) {
+        // producers == 2: lanes 0 of warps 0 and 1 fill alternate slots (mkg_ring_mine).
+        if (threadIdx.x == 0 || (producers == 2 && threadIdx.x == 32)) {
             const int s = mkg_dispatch_begin_slot(rows, layer, &slot, &ring, &sm, 1, &p, &m, &units);
-            MKG_PROBE(2);
-            for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
-                mkg_dispatch_produce<0, true>(p, s, m, u, &ring, &sm);
-            MKG_PROBE_DONE();
+            if (threadIdx.x == 0)
+                MKG_PROBE(2);
+            for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x) {
+                if (producers == 2)
+                    mkg_dispatch_produce<0, true, 2>(p, s, m, u, &ring, &sm);
+                else
+                    mkg_dispatch_produce<0, true>(p, s, m, u, &ring, &sm);
+            }
+            if (threadIdx.x == 0)
+                MKG_PROBE_DONE();
         }
     } else {
         mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();

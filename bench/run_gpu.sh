@@ -169,10 +169,12 @@ if has bench; then
 fi
 if has benchx; then
   # A second benchmark pass with its own arguments (e.g. issue 4's decode rows under another K-chunk
-  # policy): MKG_BENCHX_ARGS, MKG_BENCHX_DTYPES (bf16); JSON gemm_x_$dt.json, its log appended to bench.txt.
-  say "gemm benchmark x (${MKG_BENCHX_ARGS:-})"
+  # policy): MKG_BENCHX_ARGS, MKG_BENCHX_DTYPES (bf16), MKG_BENCHX_ENV (environment assignments for it,
+  # e.g. MKG_PRODUCERS=1); JSON gemm_x_$dt.json, its log appended to bench.txt.
+  say "gemm benchmark x (${MKG_BENCHX_ENV:-} ${MKG_BENCHX_ARGS:-})"
   for dt in ${MKG_BENCHX_DTYPES:-bf16}; do
-    timeout 900 "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" --dtype $dt \
+    # shellcheck disable=SC2086
+    env ${MKG_BENCHX_ENV:-} timeout 900 "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" --dtype $dt \
       --out "$out/gemm_x_$dt.json" --commit "$commit" ${MKG_BENCHX_ARGS:-} >"/tmp/bench_x_$dt.txt" 2>&1
     say "bench x $dt rc=$?"; tail -8 "/tmp/bench_x_$dt.txt" | tee -a "$log"
     { echo "#### bench x $dt: ${MKG_BENCHX_ARGS:-}"; cat "/tmp/bench_x_$dt.txt"; } >>"$out/bench.txt"

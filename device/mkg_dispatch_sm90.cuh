@@ -299,7 +299,8 @@ static __device__ __forceinline__ int mkg_dispatch_begin(const mkg_layer_dev *ro
 // under a 40-register setmaxnreg budget (the wait path spilled there).
 // ONE: the layer is one K chunk (callers whose pick has CHUNKS = 0): the unit's coordinates
 // skip the chunk and split arithmetic, as in the shipped one-chunk kernels (v34).
-template <int DEPS = 0, bool ONE = false>
+// NP: producer threads sharing the ring (mkg_ring_mine).
+template <int DEPS = 0, bool ONE = false, int NP = 1>
 static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_params *p, int s, int m, int unit,
                                                             mkg_ring *r, const mkg_smem *sm)
 {
@@ -311,20 +312,20 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
 #define MKG_X_B_FIRST(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                       \
     case MKG_SCHED_##name:                                                                     \
         if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st))                                    \
-            pre = mkg_gemm_produce_b_first<tm, tn, MKG_DISPATCH_TK, st, swap, ONE, tk / 64>(    \
+            pre = mkg_gemm_produce_b_first<tm, tn, MKG_DISPATCH_TK, st, swap, ONE, tk / 64, NP>( \
                 p, m, unit, raster, group, split, r, sm, &row0, &row1);                        \
         break;
             MKG_SCHEDULE_LIST(MKG_X_B_FIRST)
 #undef MKG_X_B_FIRST
         default: break;
         }
-        mkg_gemm_wait_a_rows(p, m, row0, row1, unit, t_reached);
+        mkg_gemm_wait_a_rows(p, m, row0, row1, unit, t_reached, mkg_producer_rank<NP>() == 0);
     }
     switch (s) {
 #define MKG_X_PRODUCE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                       \
     case MKG_SCHED_##name:                                                                     \
         if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st))                                    \
-            mkg_gemm_produce_rest<tm, tn, MKG_DISPATCH_TK, st, swap, 1, ONE, tk / 64>(          \
+            mkg_gemm_produce_rest<tm, tn, MKG_DISPATCH_TK, st, swap, 1, ONE, tk / 64, NP>(      \
                 p, m, unit, raster, group, split, r, sm, pre);                                 \
         break;
         MKG_SCHEDULE_LIST(MKG_X_PRODUCE)

@@ -70,7 +70,8 @@ MKG_SCHEDULE_LIST(MKG_X_CHECK)
 // KH = 2: each stage holds two K sub-tiles of TK (128-deep stages of 16-bit input).
 template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CH, int CL = 1, int PP = 0, int OT = -1, int KH = 1>
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
-mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int raster, int group, int split)
+mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int raster, int group, int split,
+                         int producers)
 {
     // NOTE: the params travel by value (kernel parameter space, read through the constant
     // cache; the tensor maps are fetched from there by the TMA unit), not through a pointer
@@ -117,20 +118,28 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
 
     if (threadIdx.x < 128) {
         mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
-        if (threadIdx.x == 0) {
-            MKG_PROBE(2);
+        // producers == 2: lanes 0 of warps 0 and 1 share the ring's slots (mkg_ring_mine);
+        // cluster rows keep one producer.
+        const bool two = CL == 1 && producers == 2;
+        if (threadIdx.x == 0 || (two && threadIdx.x == 32)) {
+            if (threadIdx.x == 0)
+                MKG_PROBE(2);
             const CUtensorMap *map_c = &p->c_map[mkg_box_class(SWAP ? S::WN : 64)];   // the epilogue's store box
             for (int u = first; u < units; u += stride) {
                 if constexpr (CL > 1)
                     mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, CL, !CH>(p, m, u, raster, group, split, &ring, &sm,
                                                                          0);
+                else if (two)
+                    mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP, !CH, KH, 2>(p, m, u, raster, group, split, &ring,
+                                                                            &sm);
                 else
                     mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP, !CH, KH>(p, m, u, raster, group, split, &ring,
                                                                          &sm);
-                if (u == first)
+                if (u == first && threadIdx.x == 0)
                     mkg_prefetch_tensormap(map_c);
             }
-            MKG_PROBE_DONE();
+            if (threadIdx.x == 0)
+                MKG_PROBE_DONE();
         }
     } else {
         mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();

@@ -221,7 +221,8 @@ static __device__ __forceinline__ void mkg_tma_load_2d_b(uint32_t dst, const CUt
 // first stages goes out before A's rows are ready, so the weight stream overlaps the
 // wait; then A lands in those stages and the rest of the unit follows. Returns the
 // number of stages started and the A rows [*row0, *row1) to wait for.
-template <int TM, int TN, int TK, int ST, int SWAP, bool ONE = false, int KH = 1>
+// NP: producer threads sharing the ring (mkg_ring_mine); this one fills its own slots only.
+template <int TM, int TN, int TK, int ST, int SWAP, bool ONE = false, int KH = 1, int NP = 1>
 static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_params *p, int m, int unit, int raster,
                                                                int group, int split, mkg_ring *r, const mkg_smem *sm,
                                                                int *row0, int *row1)
@@ -233,6 +234,10 @@ static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_pa
     const int pre = min(ST, min(u.c1 * u.kct, u.kt) - kt0);
     for (int i = 0; i < pre; ++i) {
         const uint32_t s = r->slot;
+        if (!mkg_ring_mine<NP>(s)) {
+            mkg_ring_advance<ST>(r);                  // the other producer's slot
+            continue;
+        }
         mkg_ring_wait_empty(r, sm, s);
         const uint32_t full = sm->full + 8u * s;
         mkg_mbarrier_arrive_expect_tx(full, S::STAGE_BYTES);
@@ -242,7 +247,7 @@ static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_pa
                               ((kt0 + i) * KH + h) * TK, u.t.n * TN, p->deps.flags);
         mkg_ring_advance<ST>(r);
     }
-    if (p->deps.flags & MKG_DEPS_L2_TAIL) {
+    if ((p->deps.flags & MKG_DEPS_L2_TAIL) && mkg_producer_rank<NP>() == 0) {
         const int kt_end = min(u.c1 * u.kct, u.kt);
         for (int kt = kt0 + pre; kt < kt_end; ++kt)
 #pragma unroll
@@ -257,11 +262,12 @@ static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_pa
 // The rest of a unit's loads after `pre` B-only stages (pre = 0: the whole unit).
 // CL > 1: this CTA loads its own A and the rank-th 1/CL of the B tile, multicast to
 // every CTA of the cluster; each CTA's full barrier still expects a whole stage.
-template <int TM, int TN, int TK, int ST, int SWAP, int CL = 1, bool ONE = false, int KH = 1>
+template <int TM, int TN, int TK, int ST, int SWAP, int CL = 1, bool ONE = false, int KH = 1, int NP = 1>
 static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_params *p, int m, int unit, int raster,
                                                              int group, int split, mkg_ring *r, const mkg_smem *sm,
                                                              int pre)
 {
+    static_assert(NP == 1 || CL == 1, "cluster rows keep one producer");
     typedef mkg_shape<TM, TN, TK, ST, SWAP, KH> S;
     static_assert(CL == 1 || (!SWAP && (TN / CL) % 8 == 0), "cluster rows multicast whole swizzle atoms of B");
     static_assert(CL == 1 || KH == 1, "cluster rows stage one K sub-tile");
@@ -274,6 +280,8 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
     const uint32_t slot0 = (r->slot + (uint32_t)(ST - pre)) % (uint32_t)ST;
     for (int i = 0; i < pre; ++i) {
         const uint32_t s = (slot0 + (uint32_t)i) % (uint32_t)ST;
+        if (!mkg_ring_mine<NP>(s))
+            continue;                                 // armed by the other producer, which loads its A
 #pragma unroll
         for (int h = 0; h < KH; ++h)
             mkg_tma_load_2d(sm->ring + s * S::STAGE_BYTES + h * S::SUB_BYTES, map_a, sm->full + 8u * s,
@@ -281,6 +289,10 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
     }
     for (int kt = kt0 + pre; kt < kt_end; ++kt) {
         const uint32_t s = r->slot;
+        if (!mkg_ring_mine<NP>(s)) {
+            mkg_ring_advance<ST>(r);                  // the other producer's slot
+            continue;
+        }
         MKG_PROBE_STAGE(0, kt - kt0);
         mkg_ring_wait_empty(r, sm, s);
         const uint32_t full = sm->full + 8u * s;
@@ -306,12 +318,12 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
 // go out anyway, the consumers drain, and the grid exits with the stall recorded.
 // With deps.stamps set, unit's {t_reached, now} go to the timeline after the wait.
 static __device__ __forceinline__ void mkg_gemm_wait_a_rows(const mkg_gemm_params *p, int m, int row0, int row1,
-                                                            int unit, uint64_t t_reached)
+                                                            int unit, uint64_t t_reached, bool stamp = true)
 {
     mkg_dep_wait_rows(p->deps.wait, p->deps.wait_per_row, m, row0, row1, p->deps.stall, p->deps.tag,
                       p->deps.timeout_ns);
     mkg_fence_proxy_async_global();
-    if (p->deps.stamps) {
+    if (p->deps.stamps && stamp) {
         p->deps.stamps[2 * unit] = t_reached;
         p->deps.stamps[2 * unit + 1] = mkg_globaltimer();
     }
@@ -324,7 +336,7 @@ static __device__ __forceinline__ uint64_t mkg_gemm_stamp_reached(const mkg_gemm
 }
 
 // All TMA loads of one unit (with the dependency split when p->deps.wait is set).
-template <int TM, int TN, int TK, int ST, int SWAP, bool ONE = false, int KH = 1>
+template <int TM, int TN, int TK, int ST, int SWAP, bool ONE = false, int KH = 1, int NP = 1>
 static __device__ __forceinline__ void mkg_gemm_produce_unit(const mkg_gemm_params *p, int m, int unit,
                                                              int raster, int group, int split, mkg_ring *r,
                                                              const mkg_smem *sm)
@@ -333,11 +345,11 @@ static __device__ __forceinline__ void mkg_gemm_produce_unit(const mkg_gemm_para
     if (p->deps.wait) {
         int row0, row1;
         const uint64_t t_reached = mkg_gemm_stamp_reached(p);
-        pre = mkg_gemm_produce_b_first<TM, TN, TK, ST, SWAP, ONE, KH>(p, m, unit, raster, group, split, r, sm,
-                                                                      &row0, &row1);
-        mkg_gemm_wait_a_rows(p, m, row0, row1, unit, t_reached);
+        pre = mkg_gemm_produce_b_first<TM, TN, TK, ST, SWAP, ONE, KH, NP>(p, m, unit, raster, group, split, r, sm,
+                                                                          &row0, &row1);
+        mkg_gemm_wait_a_rows(p, m, row0, row1, unit, t_reached, mkg_producer_rank<NP>() == 0);
     }
-    mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, 1, ONE, KH>(p, m, unit, raster, group, split, r, sm, pre);
+    mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, 1, ONE, KH, NP>(p, m, unit, raster, group, split, r, sm, pre);
 }
 
 // ---- consumers: 2 warpgroups, wg = 0 or 1 -------------------------------------------

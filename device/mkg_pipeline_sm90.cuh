@@ -91,6 +91,26 @@ static __device__ __forceinline__ void mkg_ring_advance(mkg_ring *r)
     r->slot = r->slot + 1 == (uint32_t)ST ? 0u : r->slot + 1;
 }
 
+// Producers: with NP producer threads (1, or 2: lanes 0 of warps 0 and 1) walking the same
+// stages, producer w (mkg_producer_rank) arms and fills only the slots s with s % NP == w; each
+// keeps the whole ring's state (it advances over the other's slots too), so both agree on every
+// slot's parity. One issuing thread lands about one stage per ~400-700 cycles whatever the
+// stage's size or the ring's depth, and two land twice as many (tools/rate_probe.cu; v57 in
+// bench/NOTES.md). NP is a template argument: as a run-time value it pushed the one-GEMM
+// dispatch producers past their 40-register budget (spills).
+template <int NP>
+static __device__ __forceinline__ int mkg_producer_rank(void)
+{
+    static_assert(NP == 1 || NP == 2, "one or two producer threads");
+    return NP == 1 ? 0 : (int)((threadIdx.x >> 5) & 1u);
+}
+
+template <int NP>
+static __device__ __forceinline__ bool mkg_ring_mine(uint32_t s)
+{
+    return NP == 1 || (s & 1u) == (uint32_t)mkg_producer_rank<NP>();
+}
+
 // Producer: waits until consumers have released slot s as often as it was filled.
 static __device__ __forceinline__ void mkg_ring_wait_empty(const mkg_ring *r, const mkg_smem *sm, uint32_t s)
 {

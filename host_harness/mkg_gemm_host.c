@@ -230,6 +230,16 @@ mkg_status mkg_gemm_launch(const mkg_gemm_op *op, int s, int grid, cudaStream_t 
     return mkg_gemm_launch_ex(op, s, grid, 0u, stream);
 }
 
+int mkg_launch_producers(void)
+{
+    static int producers = 0;
+    if (!producers) {
+        const char *e = getenv("MKG_PRODUCERS");
+        producers = e && atoi(e) == 1 ? 1 : 2;
+    }
+    return producers;
+}
+
 mkg_status mkg_gemm_launch_ex(const mkg_gemm_op *op, int s, int grid, unsigned int flags, cudaStream_t stream)
 {
     if (!op)
@@ -247,8 +257,8 @@ mkg_status mkg_gemm_launch_ex(const mkg_gemm_op *op, int s, int grid, unsigned i
     const mkg_schedule_info *info = mkg_schedule_get(s);
     const int g = mkg_gemm_launch_grid(op, s, grid);
 
-    int raster = info->raster, group = info->group, split = info->split;
-    void *args[4] = {(void *)op->host, (void *)&raster, (void *)&group, (void *)&split};
+    int raster = info->raster, group = info->group, split = info->split, producers = mkg_launch_producers();
+    void *args[5] = {(void *)op->host, (void *)&raster, (void *)&group, (void *)&split, (void *)&producers};
     const void *kernel = mkg_kernel_sm90(d->a_type, s, mkg_kernel_variant(d, flags));
     if (!kernel)
         return MKG_ERR_SCHEDULE_INELIGIBLE;

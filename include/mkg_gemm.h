@@ -149,6 +149,11 @@ mkg_status mkg_gemm_create(const mkg_gemm_desc *d, mkg_gemm_op **out);
  *  rows (CL > 1) round the grid up to whole clusters, at most as many as are resident at once. */
 mkg_status mkg_gemm_launch(const mkg_gemm_op *op, int s, int grid, cudaStream_t stream);
 
+/** TMA-issuing threads per CTA in the kernels this library launches: 2 (default; lanes 0 of
+ *  warps 0 and 1 fill alternate ring slots), or 1 when the environment sets MKG_PRODUCERS=1
+ *  (read once; an A/B switch for measurements). Cluster rows always run one. */
+int mkg_launch_producers(void);
+
 /** mkg_gemm_launch with flags (MKG_LAUNCH_FLAG_*; unknown bits: MKG_ERR_BAD_FLAGS).
  *  MKG_LAUNCH_FLAG_PDL launches with programmatic stream serialization: the kernel's
  *  set-up (barrier init, tensor-map prefetch) overlaps the tail of the previous kernel

@@ -216,20 +216,27 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
     // which do not fit the library's 40-register producer budget (ptxas ignored it).
     if (threadIdx.x < 128) {
         mkg_setmaxnreg_dec<MKG_MK_PRODUCER_REGS>();
-        if (threadIdx.x == 0) {
+        // MKG_MK_OPT_TWO_PRODUCERS: lanes 0 of warps 0 and 1 walk the same tasks and fill
+        // alternate ring slots of every GEMM unit (mkg_ring_mine); both wait on its input.
+        const bool two = (a.opts & MKG_MK_OPT_TWO_PRODUCERS) != 0u;
+        if (threadIdx.x == 0 || (two && threadIdx.x == 32)) {
             int base = 0, ahead = 0;                     // ops before `ahead`: maps prefetched
             for (int o = 0; o < a.ops_run; ++o) {
                 const mkg_mk_op op = a.ops[o];
                 int items;
                 if (op.kind == MKG_MK_GEMM) {
-                    ahead = mkg_mk_prefetch_ahead(&a, o, ahead);
+                    if (threadIdx.x == 0)
+                        ahead = mkg_mk_prefetch_ahead(&a, o, ahead);
                     const mkg_gemm_params *p;
                     int m, units;
                     const int s = mkg_dispatch_begin<MKG_DTYPE_BF16, 1>(a.rows, a.row_count, a.m_cur, op.table_row,
                                                                         a.dispatch_err, &ring, &sm, 1, &p, &m, &units);
                     items = s < 0 ? 0 : units;
                     for (int u = mkg_mk_first(base); u < items; u += grid)
-                        mkg_dispatch_produce<1>(p, s, m, u, &ring, &sm);
+                        if (two)
+                            mkg_dispatch_produce<1, false, 2>(p, s, m, u, &ring, &sm);
+                        else
+                            mkg_dispatch_produce<1>(p, s, m, u, &ring, &sm);
                 } else {
                     items = mkg_mk_items(&op, &a.cfg, a.m, a.prefill, a.attn_split);
                 }

@@ -347,7 +347,7 @@ static void launch_library(const problem &p, int set, cudaStream_t st)
 static mkg_gemm_params g_host_params[MAXSETS];
 static void launch_fixed_ot(const problem &p, int set, cudaStream_t st)
 {
-    typedef void (*kfn)(mkg_gemm_params, int, int, int);
+    typedef void (*kfn)(mkg_gemm_params, int, int, int, int);
     const kfn k = mkg_gemm_persistent_sm90<MKG_DTYPE_BF16, 128, 64, 64, 8, 0, 0, 1, 0, MKG_DTYPE_BF16>;
     static bool init = false;
     if (!init) {                                     // the first call is time_graph's, outside the capture
@@ -364,7 +364,7 @@ static void launch_fixed_ot(const problem &p, int set, cudaStream_t st)
     }
     const mkg_schedule_info *info = mkg_schedule_get(g_sched);
     k<<<mkg_gemm_launch_grid(g_ops[set], g_sched, 0), MKG_LAUNCH_THREADS, MKG_LAUNCH_SMEM_BYTES, st>>>(
-        g_host_params[set], info->raster, info->group, info->split);
+        g_host_params[set], info->raster, info->group, info->split, mkg_launch_producers());
 }
 
 static cublasHandle_t g_cublas;
