@@ -299,11 +299,17 @@ static __device__ __forceinline__ int mkg_dispatch_begin(const mkg_layer_dev *ro
 // under a 40-register setmaxnreg budget (the wait path spilled there).
 // ONE: the layer is one K chunk (callers whose pick has CHUNKS = 0): the unit's coordinates
 // skip the chunk and split arithmetic, as in the shipped one-chunk kernels (v34).
-// NP: producer threads sharing the ring (mkg_ring_mine).
-template <int DEPS = 0, bool ONE = false, int NP = 1>
+// NP: producer threads sharing the ring (mkg_ring_mine): 1, 2 or 4. PER_ROW: a row takes at most
+// its mkg_shape::PRODUCERS of them and the other producers leave the unit at once (one-layer
+// kernels only: their ring state no longer follows the first producer's); without it every
+// producer takes part in every row (multi-task kernels). With DEPS and NP > 1, only the first
+// producer polls the input's counters; the others wait for its word on the CTA's dependency
+// barrier (sm->dep).
+template <int DEPS = 0, bool ONE = false, int NP = 1, bool PER_ROW = false>
 static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_params *p, int s, int m, int unit,
                                                             mkg_ring *r, const mkg_smem *sm)
 {
+    static_assert(!(DEPS && PER_ROW), "dependency waits keep every producer on every row");
     int pre = 0;
     if (DEPS && p->deps.wait) {
         int row0 = 0, row1 = 0;
@@ -319,14 +325,27 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
 #undef MKG_X_B_FIRST
         default: break;
         }
-        mkg_gemm_wait_a_rows(p, m, row0, row1, unit, t_reached, mkg_producer_rank<NP>() == 0);
+        if (NP > 1 && mkg_producer_rank<NP>() != 0) {
+            mkg_mbarrier_wait_parity(sm->dep, r->dep);   // the first producer saw the rows ready
+            r->dep ^= 1u;
+            mkg_fence_proxy_async_global();
+        } else {
+            mkg_gemm_wait_a_rows(p, m, row0, row1, unit, t_reached);
+            if (NP > 1)
+                mkg_mbarrier_arrive(sm->dep);
+        }
     }
     switch (s) {
 #define MKG_X_PRODUCE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                       \
     case MKG_SCHED_##name:                                                                     \
-        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st))                                    \
-            mkg_gemm_produce_rest<tm, tn, MKG_DISPATCH_TK, st, swap, 1, ONE, tk / 64, NP>(      \
+        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st)) {                                  \
+            constexpr int RP = mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap, tk / 64>::PRODUCERS; \
+            constexpr int NPR = PER_ROW && RP < NP ? RP : NP;                                  \
+            if (PER_ROW && mkg_producer_rank<NP>() >= NPR)                                     \
+                break;                                                                         \
+            mkg_gemm_produce_rest<tm, tn, MKG_DISPATCH_TK, st, swap, 1, ONE, tk / 64, NPR>(     \
                 p, m, unit, raster, group, split, r, sm, pre);                                 \
+        }                                                                                      \
         break;
         MKG_SCHEDULE_LIST(MKG_X_PRODUCE)
 #undef MKG_X_PRODUCE

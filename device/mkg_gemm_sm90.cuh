@@ -118,10 +118,10 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
 
     if (threadIdx.x < 128) {
         mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
-        // producers == 2: lanes 0 of warps 0 and 1 share the ring's slots (mkg_ring_mine);
-        // cluster rows keep one producer.
-        const bool two = CL == 1 && producers == 2;
-        if (threadIdx.x == 0 || (two && threadIdx.x == 32)) {
+        // producers (1, 2 or 4): lanes 0 of that many warps share the ring's slots (mkg_ring_mine),
+        // at most the row's mkg_shape::PRODUCERS; cluster rows keep one producer.
+        const int np = CL > 1 ? 1 : min(producers, S::PRODUCERS);
+        if ((threadIdx.x & 31) == 0 && (int)threadIdx.x < 32 * np) {
             if (threadIdx.x == 0)
                 MKG_PROBE(2);
             const CUtensorMap *map_c = &p->c_map[mkg_box_class(SWAP ? S::WN : 64)];   // the epilogue's store box
@@ -129,7 +129,10 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
                 if constexpr (CL > 1)
                     mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, CL, !CH>(p, m, u, raster, group, split, &ring, &sm,
                                                                          0);
-                else if (two)
+                else if (np == 4)
+                    mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP, !CH, KH, 4>(p, m, u, raster, group, split, &ring,
+                                                                            &sm);
+                else if (np == 2)
                     mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP, !CH, KH, 2>(p, m, u, raster, group, split, &ring,
                                                                             &sm);
                 else

@@ -23,8 +23,9 @@
 
 // Barriers and flags sit below the 1024-aligned ring: with a 16-byte aligned dynamic base the
 // ring starts at most (barrier bytes rounded up to 8 mod 16, + 1016) past it, inside
-// MKG_LAUNCH_SMEM_BYTES' 1536-byte pad (16 stages: 264 + 1016 = 1280).
-static_assert(16 * MKG_LAUNCH_MAX_STAGES + 4 * MKG_LAUNCH_CONSUMERS + 1016 <=
+// MKG_LAUNCH_SMEM_BYTES' 1536-byte pad (16 stages: 256 + 8 flag bytes + the 8-byte dependency
+// barrier at an 8-byte boundary, 280 + 1016 = 1296).
+static_assert(16 * MKG_LAUNCH_MAX_STAGES + 4 * MKG_LAUNCH_CONSUMERS + 16 + 1016 <=
                   MKG_LAUNCH_SMEM_BYTES - MKG_LAUNCH_RING_BYTES - MKG_LAUNCH_EPI_BYTES,
               "barrier area outgrows the shared-memory pad below the ring");
 
@@ -34,6 +35,7 @@ typedef struct mkg_smem {
     uint32_t ring;      /* shared address of slot 0, 1024-byte aligned */
     uint32_t epi;       /* epilogue staging: consumer w, buffer b at epi + (2 w + b) * 8 KB */
     uint32_t flag;      /* one word per consumer warpgroup (split-K: "this unit combines") */
+    uint32_t dep;       /* mbarrier: the first producer saw a unit's input rows ready (NP > 1) */
 } mkg_smem;
 
 typedef struct mkg_ring {
@@ -41,6 +43,7 @@ typedef struct mkg_ring {
     uint32_t parity;    /* bit s: number of completed uses of slot s, mod 2 */
     int layout;         /* ring layout key of the last unit (-1: none yet) */
     uint32_t epi;       /* consumer: epilogue chunks stored so far (picks the staging buffer) */
+    uint32_t dep;       /* producers other than the first: completed phases of sm->dep, mod 2 */
 } mkg_ring;
 
 static __device__ __forceinline__ mkg_ring mkg_ring_start(void)
@@ -50,6 +53,7 @@ static __device__ __forceinline__ mkg_ring mkg_ring_start(void)
     r.parity = 0;
     r.layout = -1;
     r.epi = 0;
+    r.dep = 0;
     return r;
 }
 
@@ -61,7 +65,8 @@ static __device__ __forceinline__ mkg_smem mkg_smem_carve(void *dyn)
     sm.full = (base + 7u) & ~7u;
     sm.empty = sm.full + 8u * MKG_LAUNCH_MAX_STAGES;
     sm.flag = sm.empty + 8u * MKG_LAUNCH_MAX_STAGES;
-    sm.ring = (sm.flag + 4u * MKG_LAUNCH_CONSUMERS + 1023u) & ~1023u;
+    sm.dep = (sm.flag + 4u * MKG_LAUNCH_CONSUMERS + 7u) & ~7u;
+    sm.ring = (sm.dep + 8u + 1023u) & ~1023u;
     sm.epi = sm.ring + MKG_LAUNCH_RING_BYTES;
     return sm;
 }
@@ -75,6 +80,7 @@ static __device__ __forceinline__ void mkg_smem_init(const mkg_smem *sm, int clu
         mkg_mbarrier_init(sm->full + 8u * s, 1);
         mkg_mbarrier_init(sm->empty + 8u * s, MKG_LAUNCH_CONSUMERS * cluster);
     }
+    mkg_mbarrier_init(sm->dep, 1);
     mkg_fence_mbarrier_init();
 }
 
@@ -91,24 +97,26 @@ static __device__ __forceinline__ void mkg_ring_advance(mkg_ring *r)
     r->slot = r->slot + 1 == (uint32_t)ST ? 0u : r->slot + 1;
 }
 
-// Producers: with NP producer threads (1, or 2: lanes 0 of warps 0 and 1) walking the same
+// Producers: with NP producer threads (1, 2 or 4: lanes 0 of warps 0 .. NP - 1) walking the same
 // stages, producer w (mkg_producer_rank) arms and fills only the slots s with s % NP == w; each
-// keeps the whole ring's state (it advances over the other's slots too), so both agree on every
-// slot's parity. One issuing thread lands about one stage per ~400-700 cycles whatever the
-// stage's size or the ring's depth, and two land twice as many (tools/rate_probe.cu; v57 in
+// keeps the whole ring's state (it advances over the others' slots too), so all agree on every
+// slot's parity, and none runs more than a ring ahead of the consumers (each waits for the
+// release of its own slots, and consumers release in stage order), so a parity wait never
+// mistakes an older phase for the one it waits for. One issuing thread lands about one stage
+// per ~400-700 cycles whatever the stage's size or the ring's depth (tools/rate_probe.cu; v57 in
 // bench/NOTES.md). NP is a template argument: as a run-time value it pushed the one-GEMM
 // dispatch producers past their 40-register budget (spills).
 template <int NP>
 static __device__ __forceinline__ int mkg_producer_rank(void)
 {
-    static_assert(NP == 1 || NP == 2, "one or two producer threads");
-    return NP == 1 ? 0 : (int)((threadIdx.x >> 5) & 1u);
+    static_assert(NP == 1 || NP == 2 || NP == 4, "one, two or four producer threads");
+    return NP == 1 ? 0 : (int)((threadIdx.x >> 5) & (uint32_t)(NP - 1));
 }
 
 template <int NP>
 static __device__ __forceinline__ bool mkg_ring_mine(uint32_t s)
 {
-    return NP == 1 || (s & 1u) == (uint32_t)mkg_producer_rank<NP>();
+    return NP == 1 || (s & (uint32_t)(NP - 1)) == (uint32_t)mkg_producer_rank<NP>();
 }
 
 // Producer: waits until consumers have released slot s as often as it was filled.

@@ -235,7 +235,8 @@ int mkg_launch_producers(void)
     static int producers = 0;
     if (!producers) {
         const char *e = getenv("MKG_PRODUCERS");
-        producers = e && atoi(e) == 1 ? 1 : 2;
+        const int v = e ? atoi(e) : 0;
+        producers = v == 1 || v == 2 || v == 4 ? v : MKG_LAUNCH_PRODUCERS;
     }
     return producers;
 }
