@@ -118,7 +118,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
 
     if (threadIdx.x < 128) {
         mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
-        // producers (1, 2 or 4): lanes 0 of that many warps share the ring's slots (mkg_ring_mine),
+        // producers (1 or 2): lanes 0 of that many warps share the ring's slots (mkg_ring_mine),
         // at most the row's mkg_shape::PRODUCERS; cluster rows keep one producer.
         const int np = CL > 1 ? 1 : min(producers, S::PRODUCERS);
         if ((threadIdx.x & 31) == 0 && (int)threadIdx.x < 32 * np) {
@@ -129,9 +129,6 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
                 if constexpr (CL > 1)
                     mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, CL, !CH>(p, m, u, raster, group, split, &ring, &sm,
                                                                          0);
-                else if (np == 4)
-                    mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP, !CH, KH, 4>(p, m, u, raster, group, split, &ring,
-                                                                            &sm);
                 else if (np == 2)
                     mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP, !CH, KH, 2>(p, m, u, raster, group, split, &ring,
                                                                             &sm);

@@ -133,12 +133,12 @@ struct mkg_shape {
     static constexpr int K_STEPS = 128 / 32;                     // wgmma K steps of 32 bytes per row
     static constexpr uint32_t SUB_BYTES = A_BYTES + B_BYTES;     // one K sub-tile: A, then B
     static constexpr uint32_t STAGE_BYTES = KH * SUB_BYTES;      // KH sub-tiles in increasing k
-    // Most producer threads (mkg_ring_mine) the row takes where the caller offers them: rows
-    // whose stage is at most 24 KB take up to four; one issuing thread lands about one stage per
-    // ~400-700 cycles whatever its size, and these stages carry less tensor work than that (v57:
-    // two producers: m16n64 swap +13-16%, m128n64 and m64n64 +10-15%; the 32-48 KB stages of the
-    // larger rows lost 0.5-2%, so they keep one).
-    static constexpr int PRODUCERS = STAGE_BYTES <= 24u * 1024u ? 4 : 1;
+    // Most producer threads (mkg_ring_mine) the row takes where the caller offers them: two where
+    // its stage is at most 24 KB. One issuing thread lands about one stage per ~400-700 cycles
+    // whatever its size, and these stages carry less tensor work than that (v57: m16n64 swap
+    // +13-16%, m128n64 and m64n64 +10-15%; the 32-48 KB stages of the larger rows lost 0.5-2%,
+    // so they keep one; four producers measured ~1% under two, v57b).
+    static constexpr int PRODUCERS = STAGE_BYTES <= 24u * 1024u ? 2 : 1;
     static constexpr uint32_t X_OFF = SWAP ? A_BYTES : 0;        // X operand inside a stage
     static constexpr uint32_t Y_OFF = SWAP ? 0 : A_BYTES;        // Y operand inside a stage
     // Shipped kernel only (one schedule per launch): epilogue staging right after this row's

@@ -236,7 +236,7 @@ int mkg_launch_producers(void)
     if (!producers) {
         const char *e = getenv("MKG_PRODUCERS");
         const int v = e ? atoi(e) : 0;
-        producers = v == 1 || v == 2 || v == 4 ? v : MKG_LAUNCH_PRODUCERS;
+        producers = v == 1 || v == 2 ? v : MKG_LAUNCH_PRODUCERS;
     }
     return producers;
 }

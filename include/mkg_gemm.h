@@ -149,10 +149,10 @@ mkg_status mkg_gemm_create(const mkg_gemm_desc *d, mkg_gemm_op **out);
  *  rows (CL > 1) round the grid up to whole clusters, at most as many as are resident at once. */
 mkg_status mkg_gemm_launch(const mkg_gemm_op *op, int s, int grid, cudaStream_t stream);
 
-/** Most TMA-issuing threads per CTA in the kernels this library launches: MKG_LAUNCH_PRODUCERS
- *  (lanes 0 of that many warps of the producer warpgroup fill the ring's slots in turn), or 1, 2
- *  or 4 from MKG_PRODUCERS in the environment (read once; an A/B switch for measurements). A row
- *  takes at most its mkg_shape::PRODUCERS (rows with large stages keep one), cluster rows one. */
+/** Most TMA-issuing threads per CTA in the kernels this library launches: MKG_LAUNCH_PRODUCERS (2:
+ *  lanes 0 of warps 0 and 1 of the producer warpgroup fill alternate ring slots), or 1 or 2 from
+ *  MKG_PRODUCERS in the environment (read once; an A/B switch for measurements). A row takes at
+ *  most its mkg_shape::PRODUCERS (rows with stages over 24 KB keep one), cluster rows one. */
 int mkg_launch_producers(void);
 
 /** mkg_gemm_launch with flags (MKG_LAUNCH_FLAG_*; unknown bits: MKG_ERR_BAD_FLAGS).

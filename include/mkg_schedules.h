@@ -97,7 +97,7 @@ typedef enum mkg_schedule {
 #define MKG_LAUNCH_THREADS       384        /* 1 producer + 2 consumer warpgroups */
 #define MKG_LAUNCH_CONSUMERS     2          /* consumer warpgroups */
 #define MKG_LAUNCH_PRODUCER_REGS 40         /* setmaxnreg.dec for the producer warpgroup */
-#define MKG_LAUNCH_PRODUCERS     4          /* TMA-issuing threads offered to a row (mkg_launch_producers) */
+#define MKG_LAUNCH_PRODUCERS     2          /* TMA-issuing threads offered to a row (mkg_launch_producers) */
 #define MKG_LAUNCH_CONSUMER_REGS 232        /* setmaxnreg.inc for consumer warpgroups */
 #define MKG_LAUNCH_MAX_STAGES    16         /* mbarrier pairs reserved in shared memory */
 #define MKG_LAUNCH_RING_BYTES    (192 * 1024) /* operand ring: STAGES * (TM + TN) * 128 bytes */

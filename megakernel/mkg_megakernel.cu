@@ -216,10 +216,10 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
     // which do not fit the library's 40-register producer budget (ptxas ignored it).
     if (threadIdx.x < 128) {
         mkg_setmaxnreg_dec<MKG_MK_PRODUCER_REGS>();
-        // MKG_MK_OPT_TWO_ / FOUR_PRODUCERS: lanes 0 of warps 0 .. np - 1 walk the same tasks and fill
-        // the ring slots of every GEMM unit in turn (mkg_ring_mine); the first polls each unit's
-        // input, the others wait on its word (mkg_dispatch_produce).
-        const int np = (a.opts & MKG_MK_OPT_FOUR_PRODUCERS) ? 4 : (a.opts & MKG_MK_OPT_TWO_PRODUCERS) ? 2 : 1;
+        // MKG_MK_OPT_TWO_PRODUCERS: lanes 0 of warps 0 and 1 walk the same tasks and fill alternate
+        // ring slots of every GEMM unit (mkg_ring_mine); the first polls each unit's input, the
+        // second waits on its word (mkg_dispatch_produce).
+        const int np = (a.opts & MKG_MK_OPT_TWO_PRODUCERS) ? 2 : 1;
         if ((threadIdx.x & 31) == 0 && (int)threadIdx.x < 32 * np) {
             int base = 0, ahead = 0;                     // ops before `ahead`: maps prefetched
             for (int o = 0; o < a.ops_run; ++o) {
@@ -234,9 +234,7 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                                                                         a.dispatch_err, &ring, &sm, 1, &p, &m, &units);
                     items = s < 0 ? 0 : units;
                     for (int u = mkg_mk_first(base); u < items; u += grid)
-                        if (np == 4)
-                            mkg_dispatch_produce<1, false, 4>(p, s, m, u, &ring, &sm);
-                        else if (np == 2)
+                        if (np == 2)
                             mkg_dispatch_produce<1, false, 2>(p, s, m, u, &ring, &sm);
                         else
                             mkg_dispatch_produce<1>(p, s, m, u, &ring, &sm);

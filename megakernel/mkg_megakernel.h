@@ -39,8 +39,8 @@ extern "C" {
  * experiments, measured slower or flat and removed (bench/NOTES.md, mk-v11); they are ignored. */
 #define MKG_MK_OPT_WARM 2048u       /* decode attention, small norms: lone items run dry before the wait when the input is not ready */
 #define MKG_MK_OPT_TWO_PRODUCERS 4096u /* GEMM units: lanes 0 of warps 0 and 1 fill alternate ring slots (v57) */
-#define MKG_MK_OPT_FOUR_PRODUCERS 8192u /* GEMM units: lanes 0 of warps 0 .. 3 fill the ring's slots in turn (over 4096) */
-#define MKG_MK_OPT_DEFAULT 14563u /* 1 2 32 64 128 2048 4096 8192; the L2 tail measured slower (bench/NOTES.md, mk-v7, mk-v9) */
+/* 8192 (four producers) was a v57b trial, within the run-to-run spread of two; it is ignored. */
+#define MKG_MK_OPT_DEFAULT 6371u /* 1 2 32 64 128 2048 4096; the L2 tail measured slower (bench/NOTES.md, mk-v7, mk-v9) */
 
 /* Kernel arguments of one step (passed by value, __grid_constant__). */
 typedef struct mkg_mk_args {
