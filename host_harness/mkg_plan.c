@@ -18,8 +18,10 @@ int mkg_plan_kc_decode_min(int n, int k, int sms, int min_kc)
 {
     const int tiles = mkg_ceil_div(n, MKG_PLAN_DECODE_ROWS);
     /* Enough tiles to keep a quarter of the SMs streaming weights, or K too short to
-     * cut into two long chunks: no chunking, no fold cost. */
-    if (4 * tiles >= sms || k < 2 * min_kc)
+     * cut into three long chunks: no chunking, no fold cost. NOTE: two chunks lost to one
+     * once the decode rows ran two producers (v57 in bench/NOTES.md: 8B o, K 4096, M = 1
+     * 13.2 us at KC 2048 against 11.1 us unchunked); 1B and 8B down (4 chunks) still gain. */
+    if (4 * tiles >= sms || k < 3 * min_kc)
         return k;
     /* NOTE: at most one wave of split units. Rounding the chunk count up (v13) gave 8B down
      * 5 chunks x 32 tiles = 160 units on 132 SMs, and the 28 units of the second wave

@@ -26,7 +26,7 @@ extern "C" {
 int mkg_plan_kc(int n, int k, int sms);
 
 /** The decode-parallel chunk for an N x K layer that opts into split-K: K when N / 128
- *  decode tiles cover a quarter of the GPU or K < 2 * MKG_PLAN_MIN_KC, else the smallest
+ *  decode tiles cover a quarter of the GPU or K < 3 * MKG_PLAN_MIN_KC, else the smallest
  *  multiple of 128 (>= MKG_PLAN_MIN_KC; a whole stage for every input dtype, fp8 included)
  *  that gives decode at most `sms` work units (one wave). */
 int mkg_plan_kc_decode(int n, int k, int sms);
