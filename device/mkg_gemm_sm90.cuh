@@ -13,6 +13,8 @@
  *   if (threadIdx.x < 128) {                           // producer warpgroup
  *       mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
  *       if (threadIdx.x == 0) for (each unit u) mkg_gemm_produce_unit<...>(p, m, u, ..., split, &ring, &sm);
+ *       // or: lanes 0 of warps 0 and 1 both run that loop with NP = 2 (alternate slots, mkg_ring_mine),
+ *       // for rows whose mkg_shape::PRODUCERS is 2 (stages of <= 24 KB)
  *   } else {                                           // consumer warpgroups 0, 1
  *       mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
  *       float d[WN / 2] = {0}, tot[WN / 2];            // accumulators, chunk fold
