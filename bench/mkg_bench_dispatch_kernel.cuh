@@ -37,12 +37,13 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
         mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
         // producers (1 or 2): lanes 0 of that many warps fill the ring's slots in turn
         // (mkg_ring_mine), at most the row's mkg_shape::PRODUCERS (the others leave at once).
-        if ((threadIdx.x & 31) == 0 && (int)threadIdx.x < 32 * producers) {
+        const int np = producers == 2 ? 2 : 1;
+        if ((threadIdx.x & 31) == 0 && (int)threadIdx.x < 32 * np) {
             const int s = mkg_dispatch_begin_slot(rows, layer, &slot, &ring, &sm, 1, &p, &m, &units);
             if (threadIdx.x == 0)
                 MKG_PROBE(2);
             for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x) {
-                if (producers == 2)
+                if (np == 2)
                     mkg_dispatch_produce<0, true, 2, true>(p, s, m, u, &ring, &sm);
                 else
                     mkg_dispatch_produce<0, true>(p, s, m, u, &ring, &sm);

@@ -303,8 +303,9 @@ static __device__ __forceinline__ int mkg_dispatch_begin(const mkg_layer_dev *ro
 // its mkg_shape::PRODUCERS of them and the other producers leave the unit at once (one-layer
 // kernels only: their ring state no longer follows the first producer's); without it every
 // producer takes part in every row (multi-task kernels). With DEPS and NP > 1, only the first
-// producer polls the input's counters; the others wait for its word on the CTA's dependency
-// barrier (sm->dep).
+// producer polls the input's counters and then publishes how many units' inputs it has seen
+// ready (sm->dep, a monotone count: a producer that falls behind by several units cannot miss
+// one, as it could a parity phase); the others wait until the count reaches theirs.
 template <int DEPS = 0, bool ONE = false, int NP = 1, bool PER_ROW = false>
 static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_params *p, int s, int m, int unit,
                                                             mkg_ring *r, const mkg_smem *sm)
@@ -325,14 +326,17 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
 #undef MKG_X_B_FIRST
         default: break;
         }
+        ++r->dep;
         if (NP > 1 && mkg_producer_rank<NP>() != 0) {
-            mkg_mbarrier_wait_parity(sm->dep, r->dep);   // the first producer saw the rows ready
-            r->dep ^= 1u;
+            // The first producer saw this unit's rows ready (its wait is bounded, and it
+            // publishes the count after a stall too).
+            while ((int)(mkg_ld_acquire_cta_shared_u32(sm->dep) - r->dep) < 0)
+                __nanosleep(32);
             mkg_fence_proxy_async_global();
         } else {
             mkg_gemm_wait_a_rows(p, m, row0, row1, unit, t_reached);
             if (NP > 1)
-                mkg_mbarrier_arrive(sm->dep);
+                mkg_st_release_cta_shared_u32(sm->dep, r->dep);
         }
     }
     switch (s) {

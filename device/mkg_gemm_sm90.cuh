@@ -122,7 +122,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
         mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
         // producers (1 or 2): lanes 0 of that many warps share the ring's slots (mkg_ring_mine),
         // at most the row's mkg_shape::PRODUCERS; cluster rows keep one producer.
-        const int np = CL > 1 ? 1 : min(producers, S::PRODUCERS);
+        const int np = CL > 1 || producers != 2 ? 1 : S::PRODUCERS;
         if ((threadIdx.x & 31) == 0 && (int)threadIdx.x < 32 * np) {
             if (threadIdx.x == 0)
                 MKG_PROBE(2);

@@ -35,7 +35,7 @@ typedef struct mkg_smem {
     uint32_t ring;      /* shared address of slot 0, 1024-byte aligned */
     uint32_t epi;       /* epilogue staging: consumer w, buffer b at epi + (2 w + b) * 8 KB */
     uint32_t flag;      /* one word per consumer warpgroup (split-K: "this unit combines") */
-    uint32_t dep;       /* mbarrier: the first producer saw a unit's input rows ready (NP > 1) */
+    uint32_t dep;       /* word: units whose input rows the first producer saw ready (NP > 1) */
 } mkg_smem;
 
 typedef struct mkg_ring {
@@ -43,7 +43,7 @@ typedef struct mkg_ring {
     uint32_t parity;    /* bit s: number of completed uses of slot s, mod 2 */
     int layout;         /* ring layout key of the last unit (-1: none yet) */
     uint32_t epi;       /* consumer: epilogue chunks stored so far (picks the staging buffer) */
-    uint32_t dep;       /* producers other than the first: completed phases of sm->dep, mod 2 */
+    uint32_t dep;       /* producers: dependency waits passed so far (the first publishes it in sm->dep) */
 } mkg_ring;
 
 static __device__ __forceinline__ mkg_ring mkg_ring_start(void)
@@ -80,7 +80,7 @@ static __device__ __forceinline__ void mkg_smem_init(const mkg_smem *sm, int clu
         mkg_mbarrier_init(sm->full + 8u * s, 1);
         mkg_mbarrier_init(sm->empty + 8u * s, MKG_LAUNCH_CONSUMERS * cluster);
     }
-    mkg_mbarrier_init(sm->dep, 1);
+    mkg_st_release_cta_shared_u32(sm->dep, 0u);
     mkg_fence_mbarrier_init();
 }
 
@@ -100,9 +100,10 @@ static __device__ __forceinline__ void mkg_ring_advance(mkg_ring *r)
 // Producers: with NP producer threads (1, 2 or 4: lanes 0 of warps 0 .. NP - 1) walking the same
 // stages, producer w (mkg_producer_rank) arms and fills only the slots s with s % NP == w; each
 // keeps the whole ring's state (it advances over the others' slots too), so all agree on every
-// slot's parity, and none runs more than a ring ahead of the consumers (each waits for the
-// release of its own slots, and consumers release in stage order), so a parity wait never
-// mistakes an older phase for the one it waits for. One issuing thread lands about one stage
+// slot's parity. A slot has one owner in a ring layout, so a wait on an own slot is for the
+// release of the owner's previous fill and never mistakes an older phase for it; the drain of
+// a layout change (mkg_ring_switch) also waits on the others' slots, and takes two passes for
+// that reason. One issuing thread lands about one stage
 // per ~400-700 cycles whatever the stage's size or the ring's depth (tools/rate_probe.cu; v57 in
 // bench/NOTES.md). NP is a template argument: as a run-time value it pushed the one-GEMM
 // dispatch producers past their 40-register budget (spills).
@@ -154,8 +155,15 @@ static __device__ __forceinline__ void mkg_ring_switch(mkg_ring *r, const mkg_sm
     if (r->layout == layout)
         return;
     if (producer && r->layout >= 0) {
-        for (uint32_t s = 0; s < MKG_LAUNCH_MAX_STAGES; ++s)
-            mkg_ring_wait_empty(r, sm, s);
+        // NOTE: two passes. With several producers, one that did not fill the layout's last
+        // stages knows only the releases up to its own last fill less a ring; a slot filled
+        // after that can be two fills ahead of its barrier, and a parity wait on it would pass
+        // on an older phase. The first pass waits on every slot at most one fill ahead, which
+        // brings the others within one; the second then waits on them too. With one
+        // producer the second pass finds every barrier complete.
+        for (int pass = 0; pass < 2; ++pass)
+            for (uint32_t s = 0; s < MKG_LAUNCH_MAX_STAGES; ++s)
+                mkg_ring_wait_empty(r, sm, s);
     }
     r->layout = layout;
     r->slot = 0;

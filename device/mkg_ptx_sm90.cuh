@@ -305,6 +305,19 @@ static __device__ __forceinline__ void mkg_bar_arrive(int id, int threads)
 
 // ---- cross-CTA signalling (megakernel dependencies) ----------------------------------
 
+// CTA-scope release store / acquire load of a shared-memory word (shared address).
+static __device__ __forceinline__ void mkg_st_release_cta_shared_u32(uint32_t addr, uint32_t v)
+{
+    asm volatile("st.release.cta.shared::cta.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
+
+static __device__ __forceinline__ uint32_t mkg_ld_acquire_cta_shared_u32(uint32_t addr)
+{
+    uint32_t v;
+    asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+    return v;
+}
+
 static __device__ __forceinline__ uint32_t mkg_ld_acquire_gpu_u32(const unsigned int *p)
 {
     uint32_t v;

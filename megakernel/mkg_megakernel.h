@@ -38,9 +38,10 @@ extern "C" {
 /* Bits 256, 512 (a weight-prefetch gate) and 1024 (a first-block preload) were session-20
  * experiments, measured slower or flat and removed (bench/NOTES.md, mk-v11); they are ignored. */
 #define MKG_MK_OPT_WARM 2048u       /* decode attention, small norms: lone items run dry before the wait when the input is not ready */
-#define MKG_MK_OPT_TWO_PRODUCERS 4096u /* GEMM units: lanes 0 of warps 0 and 1 fill alternate ring slots (v57) */
+#define MKG_MK_OPT_TWO_PRODUCERS 4096u /* GEMM units: lanes 0 of warps 0 and 1 fill alternate ring slots (v57; off by
+                                          default: within the spread, and its review fixes were not run on the GPU) */
 /* 8192 (four producers) was a v57b trial, within the run-to-run spread of two; it is ignored. */
-#define MKG_MK_OPT_DEFAULT 6371u /* 1 2 32 64 128 2048 4096; the L2 tail measured slower (bench/NOTES.md, mk-v7, mk-v9) */
+#define MKG_MK_OPT_DEFAULT 2275u /* 1 2 32 64 128 2048; the L2 tail measured slower (bench/NOTES.md, mk-v7, mk-v9) */
 
 /* Kernel arguments of one step (passed by value, __grid_constant__). */
 typedef struct mkg_mk_args {
