@@ -299,7 +299,7 @@ static __device__ __forceinline__ int mkg_dispatch_begin(const mkg_layer_dev *ro
 // under a 40-register setmaxnreg budget (the wait path spilled there).
 // ONE: the layer is one K chunk (callers whose pick has CHUNKS = 0): the unit's coordinates
 // skip the chunk and split arithmetic, as in the shipped one-chunk kernels (v34).
-// NP: producer threads sharing the ring (mkg_ring_mine): 1, 2 or 4. PER_ROW: a row takes at most
+// NP: producer threads sharing the ring (mkg_ring_mine): 1 or 2. PER_ROW: a row takes at most
 // its mkg_shape::PRODUCERS of them and the other producers leave the unit at once (one-layer
 // kernels only: their ring state no longer follows the first producer's); without it every
 // producer takes part in every row (multi-task kernels). With DEPS and NP > 1, only the first

@@ -241,12 +241,7 @@ static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_pa
     for (int i = 0; i < pre; ++i) {
         const uint32_t s = r->slot;
         if (!mkg_ring_mine<NP>(s)) {
-            // Another producer's slot. With fewer slots than producers some own none; they wait
-            // for each release anyway, so that no producer runs more than a ring ahead
-            // (mkg_ring_mine).
-            if constexpr (NP > ST)
-                mkg_ring_wait_empty(r, sm, s);
-            mkg_ring_advance<ST>(r);
+            mkg_ring_advance<ST>(r);                  // the other producer's slot
             continue;
         }
         mkg_ring_wait_empty(r, sm, s);
@@ -279,6 +274,7 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
                                                              int pre)
 {
     static_assert(NP == 1 || CL == 1, "cluster rows keep one producer");
+    static_assert(NP <= ST, "every producer owns a slot (mkg_ring_mine)");
     typedef mkg_shape<TM, TN, TK, ST, SWAP, KH> S;
     static_assert(CL == 1 || (!SWAP && (TN / CL) % 8 == 0), "cluster rows multicast whole swizzle atoms of B");
     static_assert(CL == 1 || KH == 1, "cluster rows stage one K sub-tile");
@@ -301,12 +297,7 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
     for (int kt = kt0 + pre; kt < kt_end; ++kt) {
         const uint32_t s = r->slot;
         if (!mkg_ring_mine<NP>(s)) {
-            // Another producer's slot. With fewer slots than producers some own none; they wait
-            // for each release anyway, so that no producer runs more than a ring ahead
-            // (mkg_ring_mine).
-            if constexpr (NP > ST)
-                mkg_ring_wait_empty(r, sm, s);
-            mkg_ring_advance<ST>(r);
+            mkg_ring_advance<ST>(r);                  // the other producer's slot
             continue;
         }
         MKG_PROBE_STAGE(0, kt - kt0);

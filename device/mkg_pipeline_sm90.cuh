@@ -23,8 +23,8 @@
 
 // Barriers and flags sit below the 1024-aligned ring: with a 16-byte aligned dynamic base the
 // ring starts at most (barrier bytes rounded up to 8 mod 16, + 1016) past it, inside
-// MKG_LAUNCH_SMEM_BYTES' 1536-byte pad (16 stages: 256 + 8 flag bytes + the 8-byte dependency
-// barrier at an 8-byte boundary, 280 + 1016 = 1296).
+// MKG_LAUNCH_SMEM_BYTES' 1536-byte pad (16 stages: 256 + 8 flag bytes + the dependency word in
+// an 8-byte slot = 272, asserted with 8 bytes to spare: 280 + 1016 = 1296).
 static_assert(16 * MKG_LAUNCH_MAX_STAGES + 4 * MKG_LAUNCH_CONSUMERS + 16 + 1016 <=
                   MKG_LAUNCH_SMEM_BYTES - MKG_LAUNCH_RING_BYTES - MKG_LAUNCH_EPI_BYTES,
               "barrier area outgrows the shared-memory pad below the ring");
@@ -97,7 +97,7 @@ static __device__ __forceinline__ void mkg_ring_advance(mkg_ring *r)
     r->slot = r->slot + 1 == (uint32_t)ST ? 0u : r->slot + 1;
 }
 
-// Producers: with NP producer threads (1, 2 or 4: lanes 0 of warps 0 .. NP - 1) walking the same
+// Producers: with NP producer threads (1, or 2: lanes 0 of warps 0 and 1) walking the same
 // stages, producer w (mkg_producer_rank) arms and fills only the slots s with s % NP == w; each
 // keeps the whole ring's state (it advances over the others' slots too), so all agree on every
 // slot's parity. A slot has one owner in a ring layout, so a wait on an own slot is for the
@@ -110,14 +110,14 @@ static __device__ __forceinline__ void mkg_ring_advance(mkg_ring *r)
 template <int NP>
 static __device__ __forceinline__ int mkg_producer_rank(void)
 {
-    static_assert(NP == 1 || NP == 2 || NP == 4, "one, two or four producer threads");
-    return NP == 1 ? 0 : (int)((threadIdx.x >> 5) & (uint32_t)(NP - 1));
+    static_assert(NP == 1 || NP == 2, "one or two producer threads (four measured no better, v57b)");
+    return NP == 1 ? 0 : (int)((threadIdx.x >> 5) & 1u);
 }
 
 template <int NP>
 static __device__ __forceinline__ bool mkg_ring_mine(uint32_t s)
 {
-    return NP == 1 || (s & (uint32_t)(NP - 1)) == (uint32_t)mkg_producer_rank<NP>();
+    return NP == 1 || (s & 1u) == (uint32_t)mkg_producer_rank<NP>();
 }
 
 // Producer: waits until consumers have released slot s as often as it was filled.
