@@ -84,7 +84,11 @@ extern "C" {
     X(m8n128k128_s5_swap_rn_g8,        8, 128,128, 5, MKG_RASTER_N,  8,    1,    1,  1,  0) \
     X(m32n128k128_s4_swap_rn_g8,      32, 128,128, 4, MKG_RASTER_N,  8,    1,    1,  1,  0) \
     X(m16n64k128_s8_swap_rn_g8_sk8,   16,  64,128, 8, MKG_RASTER_N,  8,    1,    8,  1,  0) \
-    X(m128n176k64_s5_rm_g16_pp,      128, 176, 64, 5, MKG_RASTER_M, 16,    0,    1,  1,  1)
+    X(m128n176k64_s5_rm_g16_pp,      128, 176, 64, 5, MKG_RASTER_M, 16,    0,    1,  1,  1) \
+    X(m32n64k128_s8_swap_rn_g8,       32,  64,128, 8, MKG_RASTER_N,  8,    1,    1,  1,  0) \
+    X(m32n64k128_s8_swap_rn_g8_sk8,   32,  64,128, 8, MKG_RASTER_N,  8,    1,    8,  1,  0) \
+    X(m64n64k64_s12_swap_rn_g8,       64,  64, 64,12, MKG_RASTER_N,  8,    1,    1,  1,  0) \
+    X(m64n64k64_s12_swap_rn_g8_sk8,   64,  64, 64,12, MKG_RASTER_N,  8,    1,    8,  1,  0)
 
 typedef enum mkg_schedule {
 #define MKG_X_ENUM(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) MKG_SCHED_##name,
