@@ -12,7 +12,11 @@ extern "C" {
 #endif
 
 /* Weight rows per decode work unit (swap_ab tiles put 128 weight rows on the MMA side). */
-#define MKG_PLAN_DECODE_ROWS 128
+/* Weight rows of one decode work unit (the m16n64 / m32n64 / m64n64 swap rows): a layer of at
+ * least SMs / 4 such units keeps one chunk. NOTE: 128 (the m*n128 swap rows) cut 8B down
+ * (K 14336, 64 units of 64 rows) into 4 chunks, which lost 6% at M = 1..32 against one chunk
+ * once the 64-row units ran two producers (session 24, bench/NOTES.md). */
+#define MKG_PLAN_DECODE_ROWS 64
 /* Smallest chunk. Every chunk edge drains the wgmma pipeline and folds the partial;
  * on the H200 that cost ~70% at KC = 256 and ~10% at KC ~ 1000 for large M (NOTES.md),
  * so chunks stay at least 32 stages deep. */
@@ -25,7 +29,7 @@ extern "C" {
  *  which are launch-bound. Until the fold is overlapped, one chunk is the largest KC. */
 int mkg_plan_kc(int n, int k, int sms);
 
-/** The decode-parallel chunk for an N x K layer that opts into split-K: K when N / 128
+/** The decode-parallel chunk for an N x K layer that opts into split-K: K when N / MKG_PLAN_DECODE_ROWS
  *  decode tiles cover a quarter of the GPU or K < 3 * MKG_PLAN_MIN_KC, else the smallest
  *  multiple of 128 (>= MKG_PLAN_MIN_KC; a whole stage for every input dtype, fp8 included)
  *  that gives decode at most `sms` work units (one wave). */

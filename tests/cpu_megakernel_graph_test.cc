@@ -237,8 +237,8 @@ TEST(MegakernelGraph, RandomInterleavingsNeverDeadlockNorRunEarly)
 }
 
 // The printed plan is the one the megakernel runs: its layers are described with the SM count
-// the planner's K chunks depend on (mkg_plan_kc_decode), so the 1B down layer (K 8192, 16
-// tiles of 128) is cut into chunks and planned split at M = 1 (before the fix the plan print
+// the planner's K chunks depend on (mkg_plan_kc_decode), so the 1B down layer (K 8192, 32
+// decode units of 64 rows) is cut into chunks and planned split at M = 1 (before the fix the plan print
 // described the layers with 0 SMs, got one chunk and printed an unsplit row).
 TEST(MegakernelGraph, PrintedPlanSplitsTheDownLayerAtDecode)
 {

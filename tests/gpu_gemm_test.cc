@@ -416,7 +416,8 @@ TEST_F(Gpu, ChunkedKBitwiseAcrossSchedulesSplitsPrefixesAndGrids)
 {
     const std::vector<int> ks = quick() ? std::vector<int>{2048} : std::vector<int>{2048, 4096, 8192, 14336};
     for (int k : ks) {
-        const int n = 2048 + 24, m = 300;
+        // Ragged N of 32 decode units (MKG_PLAN_DECODE_ROWS), few enough to be chunked at K >= 6144.
+        const int n = 2048 - 24, m = 300;
         // The decode-parallel chunk for this layer (K itself for K < 6144) and a short one.
         const int kc = mkg_plan_kc_decode(n, k, 132);
         for (int kc_try : {kc, 512}) {
