@@ -89,8 +89,6 @@ extern "C" {
     X(m32n64k128_s8_swap_rn_g8_sk8,   32,  64,128, 8, MKG_RASTER_N,  8,    1,    8,  1,  0) \
     X(m64n64k64_s12_swap_rn_g8,       64,  64, 64,12, MKG_RASTER_N,  8,    1,    1,  1,  0) \
     X(m64n64k64_s12_swap_rn_g8_sk8,   64,  64, 64,12, MKG_RASTER_N,  8,    1,    8,  1,  0) \
-    X(m64n32k64_s16_rn_g8,            64,  32, 64,16, MKG_RASTER_N,  8,    0,    1,  1,  0) \
-    X(m64n32k128_s8_rn_g8,            64,  32,128, 8, MKG_RASTER_N,  8,    0,    1,  1,  0) \
     X(m64n32k128_s8_rn_g8_sk8,        64,  32,128, 8, MKG_RASTER_N,  8,    0,    8,  1,  0)
 
 typedef enum mkg_schedule {
