@@ -160,6 +160,24 @@ int mkg_plan_eligible(const mkg_layer_desc *l, int s)
     return 1;
 }
 
+/* 1 if schedule c should win a tie in the model against schedule b at M = m. In order:
+ *  - the deeper stages (TK): fewer barrier round trips per K (v52 measured them faster);
+ *  - fewer tiles along M: each weight tile is streamed by fewer units (the model counts a
+ *    re-read that L2 should catch once; v59 measured m64n32 one token tile against m32n64 two,
+ *    equal in the model, 12.8 against 15.8 us on 8B o at M = 64);
+ *  - more stages in flight (m128n64 s8 against s6: equal in the model, 7% faster geomean over
+ *    every public shape in v59's run and faster wherever m128n64 was picked). */
+static int mkg_tie_better(int c, int b, int m)
+{
+    const mkg_schedule_info *x = mkg_schedule_get(c), *y = mkg_schedule_get(b);
+    if (x->tile_k != y->tile_k)
+        return x->tile_k > y->tile_k;
+    const int xm = mkg_ceil_div(m, x->tile_m), ym = mkg_ceil_div(m, y->tile_m);
+    if (xm != ym)
+        return xm < ym;
+    return x->stages > y->stages;
+}
+
 mkg_status mkg_plan_pick(const mkg_cost_model *cm, const mkg_layer_desc *l, const mkg_gpu_info *g, int m, int *s)
 {
     if (!cm || !l || !g || !s)
@@ -172,10 +190,9 @@ mkg_status mkg_plan_pick(const mkg_cost_model *cm, const mkg_layer_desc *l, cons
         if (!mkg_plan_eligible(&lk, c))
             continue;
         const double us = mkg_cost_predict_us(cm, c, m, l->n, l->k, lk.kc, l->c_type, g->sms);
-        /* A tie (both DRAM-bound: the same bytes, the same soft maximum) goes to the row with
-         * the deeper stages: fewer barrier round trips per K (v52 measured them faster). */
-        const int deeper = best >= 0 && mkg_schedule_get(c)->tile_k > mkg_schedule_get(best)->tile_k;
-        if (best < 0 || us < best_us * (1.0 - 1e-9) || (deeper && us <= best_us * (1.0 + 1e-9))) {
+        /* A tie (both DRAM-bound: the same bytes, the same soft maximum): mkg_tie_better. */
+        const int wins_tie = best >= 0 && us <= best_us * (1.0 + 1e-9) && mkg_tie_better(c, best, m);
+        if (best < 0 || us < best_us * (1.0 - 1e-9) || wins_tie) {
             best = c;
             best_us = us;
         }
@@ -190,7 +207,7 @@ mkg_status mkg_plan_pick(const mkg_cost_model *cm, const mkg_layer_desc *l, cons
 static const char *mkg_reason(const mkg_cost_terms *a, const mkg_cost_terms *b)
 {
     if (b->t_total - a->t_total < 0.005)
-        return "a tie in the model; the deeper stages win it, else the earlier table row";
+        return "a tie in the model; deeper stages, then fewer M tiles, then more stages win it, else the earlier row";
     if (a->t_memory >= a->t_compute && b->t_memory >= b->t_compute && a->t_compute < b->t_compute)
         return "both are DRAM-bound; it streams its units faster (fewer bytes per unit, more in flight)";
     if (a->waves < b->waves)
