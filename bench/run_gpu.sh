@@ -14,7 +14,9 @@
 #   MKG_GTEST_FILTER  gtest filter for the test stage (default: all GPU tests)
 #   MKG_MK_ARGS  extra mkg_demo arguments (mk stage: megakernel demo, JSON and a decode timeline)
 #   MKG_SANITIZE_FILTER gtest filter for the compute-sanitizer stage (MKG_TEST_SCHEDULES=sub,..
-#                limits the GEMM sweep to rows whose name holds a listed substring)
+#                limits the GEMM sweep to rows whose name holds a listed substring); MKG_SANITIZE_TIMEOUT seconds
+#                per tool (420: racecheck takes ~75 s on the bf16 sweep of 41 rows, and 150 s stopped it
+#                before the megakernel step in session 24)
 #   MKG_CMAKE_ARGS extra cmake configure arguments; MKG_TEST_TIMEOUT seconds for the test stage (900)
 #   MKG_BUILD_TARGETS only these build targets; MKG_GPU_TEST_BIN the test stage's binary (mkgemm_gpu_tests).
 #                A quick GEMM-only run: MKG_CMAKE_ARGS=-DMKG_BENCH_DISPATCH=OFF
@@ -61,13 +63,16 @@ fi
 
 if has sass; then
   say "sass"
+  # One disassembly per cubin, read three times (three cuobjdump calls per cubin took 2.5 min with 41 rows).
   for c in "$build"/ptxas/*.cubin; do
-    n_hgmma=$(cuobjdump --dump-sass "$c" | grep -c -E "HGMMA|QGMMA")
-    n_tma=$(cuobjdump --dump-sass "$c" | grep -c UTMALDG)
-    n_local=$(cuobjdump --dump-sass "$c" | grep -c -E "LDL|STL")
+    cuobjdump --dump-sass "$c" >/tmp/sass_dump.txt
+    n_hgmma=$(grep -c -E "HGMMA|QGMMA" /tmp/sass_dump.txt)
+    n_tma=$(grep -c UTMALDG /tmp/sass_dump.txt)
+    n_local=$(grep -c -E "LDL|STL" /tmp/sass_dump.txt)
     say "$(basename "$c"): HGMMA/QGMMA=$n_hgmma UTMALDG=$n_tma LDL/STL=$n_local"
+    [ "$(basename "$c")" = mkg_kernels_bf16_sm90.cubin ] && cp /tmp/sass_dump.txt /tmp/sass_bf16.txt
   done
-  cuobjdump --dump-sass "$build"/ptxas/mkg_kernels_bf16_sm90.cubin |
+  cat /tmp/sass_bf16.txt |
     awk '/Function : .*ILi0ELi128ELi256ELi64ELi4ELi0E/{p=1} p&&/HGMMA|UTMALDG|SYNCS|WARPGROUP/{print} /EXIT/{if(p)exit}' |
     head -60 >"$out/sass_m128n256.txt"
 fi
@@ -88,7 +93,7 @@ if has sanitize; then
   # that comes and goes between runs of the same code shows as differing summaries.
   for tool in ${MKG_SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
     for run in $(seq 1 "${MKG_SANITIZE_RUNS:-1}"); do
-      MKG_TEST_QUICK=1 timeout "${MKG_SANITIZE_TIMEOUT:-200}" compute-sanitizer --tool $tool --error-exitcode 9 \
+      MKG_TEST_QUICK=1 timeout "${MKG_SANITIZE_TIMEOUT:-420}" compute-sanitizer --tool $tool --error-exitcode 9 \
         "$build"/tests/${MKG_GPU_TEST_BIN:-mkgemm_gpu_tests} --gtest_filter="$filt" >"$out/sanitize_${tool}_$run.log" 2>&1
       rc=$?
       say "$tool run $run rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize_${tool}_$run.log" | tail -1)"

@@ -39,8 +39,10 @@ extern "C" {
  * experiments, measured slower or flat and removed (bench/NOTES.md, mk-v11); they are ignored. */
 #define MKG_MK_OPT_WARM 2048u       /* decode attention, small norms: lone items run dry before the wait when the input is not ready */
 #define MKG_MK_OPT_TWO_PRODUCERS 4096u /* GEMM units: lanes 0 of warps 0 and 1 fill alternate ring slots (v57; off by
-                                          default: within the spread, and its review fixes were not run on the GPU) */
+                                          default: within the run-to-run spread of one in v57, v57b and v58) */
 /* 8192 (four producers) was a v57b trial, within the run-to-run spread of two; it is ignored. */
+/* Bits the GEMM rows of the dispatch table take at mkg_mk_create (deps.flags). */
+#define MKG_MK_OPT_TABLE_BITS (MKG_MK_OPT_GEMM_L2_TAIL | MKG_MK_OPT_GEMM_L2_ALL | MKG_MK_OPT_B_EVICT_FIRST)
 #define MKG_MK_OPT_DEFAULT 2275u /* 1 2 32 64 128 2048; the L2 tail measured slower (bench/NOTES.md, mk-v7, mk-v9) */
 
 /* Kernel arguments of one step (passed by value, __grid_constant__). */
@@ -96,6 +98,11 @@ void mkg_mk_print_plan(const mkg_mk *mk, int m, FILE *f);
 mkg_status mkg_mk_set_timeline(mkg_mk *mk, int cap);
 /* Wait bound of every dependency spin (default 1 s). */
 void mkg_mk_set_timeout_ms(mkg_mk *mk, double ms);
+/* MKG_MK_OPT_* bits in force. */
+unsigned int mkg_mk_opts(const mkg_mk *mk);
+/* Sets the option bits read at each launch (for A/B runs and tests of one mk); the table
+ * bits (MKG_MK_OPT_TABLE_BITS: GEMM L2 tail, evict-first) were fixed at create and stay. */
+void mkg_mk_set_launch_opts(mkg_mk *mk, unsigned int opts);
 /* Test hook: non-GEMM task `task` waits for `extra` more elements than its input ever has (0: off). */
 void mkg_mk_force_stall(mkg_mk *mk, int task, unsigned int extra);
 

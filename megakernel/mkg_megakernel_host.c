@@ -385,6 +385,16 @@ mkg_status mkg_mk_set_timeline(mkg_mk *mk, int cap)
     return st;
 }
 
+unsigned int mkg_mk_opts(const mkg_mk *mk)
+{
+    return mk->opts;
+}
+
+void mkg_mk_set_launch_opts(mkg_mk *mk, unsigned int opts)
+{
+    mk->opts = (opts & ~MKG_MK_OPT_TABLE_BITS) | (mk->opts & MKG_MK_OPT_TABLE_BITS);
+}
+
 void mkg_mk_set_timeout_ms(mkg_mk *mk, double ms)
 {
     mk->timeout_ms = ms;

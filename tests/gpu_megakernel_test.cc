@@ -123,6 +123,46 @@ TEST_F(Megakernel, LogitsAreBatchInvariant)
     mkg_mk_runner_destroy(r);
 }
 
+// The two-producer option (MKG_MK_OPT_TWO_PRODUCERS: two threads fill alternate ring slots, one
+// of them polls the inputs) changes no bit: decode at batch 1 and 8 and a prefill step, with and
+// without it, give equal logits in every row, and both are bitwise equal to a repeat. Its ring drain
+// on a layout change (gate_up -> down at M = 1 and 8) is the path session 23's review fixed.
+TEST_F(Megakernel, TwoProducerOptionKeepsTheBits)
+{
+    const mkg_model_config c = test_config(2);
+    mkg_mk_runner *r = nullptr;
+    ASSERT_EQ(mkg_mk_runner_create(&c, &r), 0);
+    mkg_mk *mk = mkg_mk_runner_mk(r);
+    cudaStream_t s = mkg_mk_runner_stream(r);
+    const unsigned int base = mkg_mk_opts(mk) & ~MKG_MK_OPT_TWO_PRODUCERS;
+    const mkg_mk_case cases[] = {{"decode", 1, 300, 1}, {"decode", 8, 40, 1}, {"prefill", 100, 0, 1}};
+    for (const mkg_mk_case &k : cases) {
+        const int rows[] = {0, k.tokens - 1};
+        std::vector<unsigned short> want[2], got(c.vocab);
+        // Runs: one producer (reference), two, then one again (the reference must repeat).
+        const unsigned int runs[] = {base, base | MKG_MK_OPT_TWO_PRODUCERS, base};
+        for (int run = 0; run < 3; ++run) {
+            mkg_mk_set_launch_opts(mk, runs[run]);
+            ASSERT_EQ(mkg_mk_runner_inputs(r, &k, 5), 0);
+            ASSERT_EQ(mkg_mk_step(mk, k.tokens, k.phase[0] == 'p', 0, k.lm_head, s), MKG_OK);
+            ASSERT_EQ(mkg_mk_check(mk, s, nullptr, nullptr), MKG_OK) << k.phase << " " << k.tokens << " run " << run;
+            for (int i = 0; i < 2; ++i) {
+                if (run == 0) {
+                    want[i].resize(c.vocab);
+                    ASSERT_EQ(mkg_mk_runner_logits_row(r, rows[i], want[i].data()), 0);
+                    continue;
+                }
+                ASSERT_EQ(mkg_mk_runner_logits_row(r, rows[i], got.data()), 0);
+                EXPECT_EQ(memcmp(want[i].data(), got.data(), got.size() * 2), 0)
+                    << k.phase << " " << k.tokens << " tokens, logits row " << rows[i] << ": "
+                    << (run == 1 ? "two producers differ from one" : "one producer does not repeat");
+            }
+        }
+    }
+    mkg_mk_set_launch_opts(mk, base);
+    mkg_mk_runner_destroy(r);
+}
+
 // Small steps for compute-sanitizer (memcheck, racecheck, synccheck): 2 layers, decode
 // and prefill, with waits long enough for the instrumented run.
 TEST_F(Megakernel, TwoLayerStepsForSanitizers)
