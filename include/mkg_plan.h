@@ -11,7 +11,6 @@
 extern "C" {
 #endif
 
-/* Weight rows per decode work unit (swap_ab tiles put 128 weight rows on the MMA side). */
 /* Weight rows of one decode work unit (the m16n64 / m32n64 / m64n64 swap rows): a layer of at
  * least SMs / 4 such units keeps one chunk. NOTE: 128 (the m*n128 swap rows) cut 8B down
  * (K 14336, 64 units of 64 rows) into 4 chunks, which lost 6% at M = 1..32 against one chunk

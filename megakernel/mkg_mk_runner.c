@@ -134,6 +134,8 @@ int mkg_mk_runner_inputs(mkg_mk_runner *r, const mkg_mk_case *c, unsigned long l
 {
     const int prefill = strcmp(c->phase, "prefill") == 0;
     MKG_RUN_TRY(mkg_model_fill_x(&r->md, c->tokens, seed, r->s));
+    if (c->lm_head)                         /* NaN: a step that writes no logits reads as one */
+        MKG_RUN_TRY(cudaMemsetAsync(r->md.logits, 0xff, (size_t)c->tokens * r->md.cfg.vocab * 2, r->s));
     if (!prefill) {
         int pos[4096];
         for (int i = 0; i < c->tokens && i < 4096; ++i)
@@ -232,7 +234,6 @@ int mkg_mk_runner_case(mkg_mk_runner *r, const mkg_mk_case *c, int replays, mkg_
     MKG_RUN_TRY(mkg_mk_runner_copy_out(r, c, r->x_ref, r->logits_ref));
     for (int k = 0; k < 2; ++k) {
         MKG_RUN_TRY(mkg_mk_runner_inputs(r, c, seed));
-        MKG_RUN_TRY(cudaMemsetAsync(r->md.logits, 0xff, (size_t)c->tokens * cfg->vocab * 2, r->s));
         if (mkg_mk_runner_mk_step(r, c, out) != 0) {
             mkg_nvtx_pop();
             return 0;                       /* out->status says why */

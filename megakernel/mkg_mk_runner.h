@@ -53,7 +53,8 @@ int mkg_mk_runner_case(mkg_mk_runner *r, const mkg_mk_case *c, int replays, mkg_
 /* Copies the logits row `row` of the last megakernel step to host (vocab bf16 values). */
 int mkg_mk_runner_logits_row(mkg_mk_runner *r, int row, unsigned short *host);
 
-/* Prepares a step's inputs: fresh x rows from seed, and decode positions pos + 7 i. */
+/* Prepares a step's inputs: fresh x rows from seed, decode positions pos + 7 i, and (with the
+ * LM head) the step's logits rows set to NaN, so that rows a step fails to write never compare equal. */
 int mkg_mk_runner_inputs(mkg_mk_runner *r, const mkg_mk_case *c, unsigned long long seed);
 
 #ifdef __cplusplus
