@@ -17,6 +17,7 @@
 #                limits the GEMM sweep to rows whose name holds a listed substring); MKG_SANITIZE_TIMEOUT seconds
 #                per tool (420: racecheck takes ~75 s on the bf16 sweep of 41 rows, and 150 s stopped it
 #                before the megakernel step in session 24)
+#                MKG_SANITIZE_RUNS runs of each tool per MKG_SANITIZE_ENVS set (see the stage)
 #   MKG_CMAKE_ARGS extra cmake configure arguments; MKG_TEST_TIMEOUT seconds for the test stage (900)
 #   MKG_BUILD_TARGETS only these build targets; MKG_GPU_TEST_BIN the test stage's binary (mkgemm_gpu_tests).
 #                A quick GEMM-only run: MKG_CMAKE_ARGS=-DMKG_BENCH_DISPATCH=OFF
@@ -91,12 +92,20 @@ if has sanitize; then
   filt=${MKG_SANITIZE_FILTER:-"Gpu.NanAndInfPropagate:Gpu.InvalidInputLaunchesNothing:Gpu.EveryScheduleRaggedShapesBf16:Gpu.ChunkedK*:Megakernel.TwoLayerStepsForSanitizers"}
   # MKG_SANITIZE_TOOLS (memcheck racecheck synccheck), each MKG_SANITIZE_RUNS (1) times: a hazard
   # that comes and goes between runs of the same code shows as differing summaries.
+  # MKG_SANITIZE_ENVS: ';'-separated sets of environment assignments, each run under every tool
+  # (e.g. "MKG_MK_OPTS=2275;MKG_MK_OPTS=18659"); default one empty set.
+  IFS=';' read -r -a env_sets <<<"${MKG_SANITIZE_ENVS:-MKG_SANITIZE_DEFAULT=1}"
   for tool in ${MKG_SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
-    for run in $(seq 1 "${MKG_SANITIZE_RUNS:-1}"); do
-      MKG_TEST_QUICK=1 timeout "${MKG_SANITIZE_TIMEOUT:-420}" compute-sanitizer --tool $tool --error-exitcode 9 \
-        "$build"/tests/${MKG_GPU_TEST_BIN:-mkgemm_gpu_tests} --gtest_filter="$filt" >"$out/sanitize_${tool}_$run.log" 2>&1
-      rc=$?
-      say "$tool run $run rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize_${tool}_$run.log" | tail -1)"
+    for e in "${env_sets[@]}"; do
+      for run in $(seq 1 "${MKG_SANITIZE_RUNS:-1}"); do
+        f="$out/sanitize_${tool}_${run}_$(echo "$e" | tr -c 'A-Za-z0-9' '_').log"
+        echo "#### $tool run $run ($e)" >"$f"
+        # shellcheck disable=SC2086
+        env $e MKG_TEST_QUICK=1 timeout "${MKG_SANITIZE_TIMEOUT:-420}" compute-sanitizer --tool $tool --error-exitcode 9 \
+          "$build"/tests/${MKG_GPU_TEST_BIN:-mkgemm_gpu_tests} --gtest_filter="$filt" >>"$f" 2>&1
+        rc=$?
+        say "$tool run $run ($e) rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$f" | tail -1)"
+      done
     done
   done
   cat "$out"/sanitize_*.log >"$out/sanitize.log" && rm -f "$out"/sanitize_*.log
@@ -116,7 +125,8 @@ if has mkopts; then
   # A/B runs of the megakernel demo, each with its decode timeline summarized, into one file:
   # one case per value of MKG_MK_OPTS_LIST (the MKG_MK_OPT_* bits), or, when MKG_MK_CASES is
   # set, one per ';'-separated list of environment assignments (e.g.
-  # "MKG_MK_OPTS=3;MKG_MK_OPTS=3 MKG_MK_KC=qkv:1024,o:1024").
+  # "MKG_MK_OPTS=3;MKG_MK_OPTS=3 MKG_MK_KC=qkv:1024,o:1024"). MKG_MK_DEMO=mkg_demo_phases (a build with
+  # MKG_CMAKE_ARGS=-DMKG_MK_PHASES=ON) runs them with GEMM phase stamps in the timeline.
   if [ -n "${MKG_MK_CASES:-}" ]; then cases=$MKG_MK_CASES; else
     cases=""; for o in ${MKG_MK_OPTS_LIST:-0 3}; do cases="$cases${cases:+;}MKG_MK_OPTS=$o"; done
   fi
@@ -128,7 +138,7 @@ if has mkopts; then
     echo "#### $c" >>"$out/mkopts.txt"
     rm -f "/tmp/megakernel_case_$i.json" "/tmp/trace_case_$i.json" "/tmp/mk_case_$i.txt"
     # shellcheck disable=SC2086
-    env $c timeout 300 "$build"/megakernel/mkg_demo --out "/tmp/megakernel_case_$i.json" \
+    env $c timeout 300 "$build"/megakernel/${MKG_MK_DEMO:-mkg_demo} --out "/tmp/megakernel_case_$i.json" \
       --trace "/tmp/trace_case_$i.json" --commit "$commit" ${MKG_MK_ARGS:-} >"/tmp/mk_case_$i.txt" 2>&1
     rc=$?
     # the plan's first bucket (9 KC lines), then every timed row (decode / prefill: us, ratios)

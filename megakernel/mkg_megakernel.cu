@@ -11,6 +11,18 @@
  */
 #include <cuda_bf16.h>
 
+#ifdef MKG_MK_PHASES
+// Diagnostic build (CMake -DMKG_MK_PHASES=ON, off by default): a GEMM unit's timeline entry
+// gets phase stamps (phase_us) from the consumer K loop's probe hooks, taken by thread 128
+// (warpgroup 0's first thread): [0] its first stage of the unit landed, [1] its last stage
+// landed, [2] its last wgmma retired; the entry's end follows the epilogue and the count.
+// Declared before the device headers, whose templates name the hooks.
+static __device__ __forceinline__ void mkg_mk_phase_stage(int event, int kt);
+static __device__ __forceinline__ void mkg_mk_phase_mark(int point);
+#define MKG_PROBE_STAGE(event, kt) mkg_mk_phase_stage(event, kt)
+#define MKG_PROBE(point) mkg_mk_phase_mark(point)
+#endif
+
 #include "mkg_deps_sm90.cuh"
 #include "mkg_dispatch_sm90.cuh"
 #include "mkg_megakernel.h"
@@ -57,6 +69,30 @@ static __device__ __forceinline__ void mkg_mk_stamp(const mkg_mk_args *a, int *k
         ++*k;
     }
 }
+
+#ifdef MKG_MK_PHASES
+#define MKG_MK_PHASE_CTAS 1024
+// Per CTA; written and read only by thread 128, in program order.
+__device__ unsigned long long mkg_mk_phase_buf[MKG_MK_PHASE_CTAS][3];
+
+static __device__ __forceinline__ void mkg_mk_phase_stage(int event, int kt)
+{
+    (void)kt;
+    if (event == 2 && threadIdx.x == 128 && blockIdx.x < MKG_MK_PHASE_CTAS)
+        mkg_mk_phase_buf[blockIdx.x][1] = mkg_globaltimer();
+}
+
+static __device__ __forceinline__ void mkg_mk_phase_mark(int point)
+{
+    if (threadIdx.x != 128 || blockIdx.x >= MKG_MK_PHASE_CTAS)
+        return;
+    if (point == 3 && mkg_mk_phase_buf[blockIdx.x][0] == 0)  // a unit's first chunk (on_unit clears it)
+        mkg_mk_phase_buf[blockIdx.x][0] = mkg_globaltimer();
+    else if (point == 4)
+        mkg_mk_phase_buf[blockIdx.x][2] = mkg_globaltimer();
+}
+
+#endif
 
 // ---- norm and attention items (256 consumer threads) ---------------------------------------
 
@@ -249,6 +285,10 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
         const int wg = threadIdx.x / 128 - 1, tid = threadIdx.x - 128;
         unsigned char *scratch = mkg_dyn_smem + (sm.epi - mkg_smem_addr(mkg_dyn_smem));
         int base = 0, stamps = 0;
+#ifdef MKG_MK_PHASES
+        if (tid == 0 && blockIdx.x < MKG_MK_PHASE_CTAS)
+            mkg_mk_phase_buf[blockIdx.x][0] = 0;
+#endif
         for (int o = 0; o < a.ops_run; ++o) {
             const mkg_mk_op op = a.ops[o];
             int items;
@@ -262,8 +302,18 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                 uint64_t t0 = a.timeline ? mkg_globaltimer() : 0;
                 auto on_unit = [&](int u) {
                     if (a.timeline) {
+#ifdef MKG_MK_PHASES
+                        if (tid == 0) {
+                            volatile unsigned long long *ph =
+                                blockIdx.x < MKG_MK_PHASE_CTAS ? mkg_mk_phase_buf[blockIdx.x] : nullptr;
+                            mkg_mk_stamp(&a, &stamps, o, u, t0, 0, ph);
+                            if (ph)
+                                ph[0] = 0;                       // the next unit's first stage
+                        }
+#else
                         if (tid == 0)
                             mkg_mk_stamp(&a, &stamps, o, u, t0, 0);
+#endif
                         t0 = mkg_globaltimer();
                     }
                 };
@@ -287,6 +337,9 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
         }
         mkg_epilogue_drain();
     }
+    // Non-aligned form: lane 0 of a producer warp may arrive apart from its warp's idle lanes.
+    if (a.opts & MKG_MK_OPT_JOIN_EXIT)
+        mkg_bar_sync_any(0, MKG_LAUNCH_THREADS);
 }
 
 extern "C" cudaError_t mkg_mk_kernel_init(void)

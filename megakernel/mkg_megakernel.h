@@ -41,6 +41,8 @@ extern "C" {
 #define MKG_MK_OPT_TWO_PRODUCERS 4096u /* GEMM units: lanes 0 of warps 0 and 1 fill alternate ring slots (v57; off by
                                           default: within the run-to-run spread of one in v57, v57b and v58) */
 /* 8192 (four producers) was a v57b trial, within the run-to-run spread of two; it is ignored. */
+#define MKG_MK_OPT_JOIN_EXIT 16384u  /* all 384 threads meet at a CTA barrier before exit (the producer warps' idle
+                                        threads exit at once otherwise); a compute-sanitizer racecheck experiment */
 /* Bits the GEMM rows of the dispatch table take at mkg_mk_create (deps.flags). */
 #define MKG_MK_OPT_TABLE_BITS (MKG_MK_OPT_GEMM_L2_TAIL | MKG_MK_OPT_GEMM_L2_ALL | MKG_MK_OPT_B_EVICT_FIRST)
 #define MKG_MK_OPT_DEFAULT 2275u /* 1 2 32 64 128 2048; the L2 tail measured slower (bench/NOTES.md, mk-v7, mk-v9) */

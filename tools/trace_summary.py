@@ -68,8 +68,35 @@ if ready:
         print(f"  {k:14s} signal {sig / n:7.2f} spread {spread / n:7.2f} work {work / n:7.2f} lead {lead / n:7.2f}"
               f"  ({n} tasks)")
 
+# ---- GEMM unit phases (megakernel built with MKG_MK_PHASES) -----------------------------------
+# From the later of the unit's start on its CTA and its input being ready: first stage landed,
+# last stage landed, last wgmma retired, end (epilogue and count). Mean over units after the
+# first layer, and over each task's last-ending unit (the one the next task waits for).
+gph = collections.defaultdict(lambda: [[0.0] * 4, 0, [0.0] * 4, 0])
+for e in events:
+    a = e["args"]
+    if "phase_us" not in a or a["task"] < 7 or "attention" in e["name"]:
+        continue
+    kind = e["name"].split(" ", 1)[-1]
+    t0 = max(e["ts"], a.get("ready_us", -1.0))
+    p = a["phase_us"]
+    d = [max(0.0, p[0] - t0), p[1] - max(p[0], t0), p[2] - max(p[1], t0), e["ts"] + e["dur"] - max(p[2], t0)]
+    g = gph[kind]
+    g[0] = [x + y for x, y in zip(g[0], d)]
+    g[1] += 1
+    if abs(e["ts"] + e["dur"] - tasks[a["task"]][1]) < 1e-6:
+        g[2] = [x + y for x, y in zip(g[2], d)]
+        g[3] += 1
+if gph:
+    print("GEMM unit phases after the first layer (us, from max(start, ready)): -> first stage landed, -> last "
+          "stage landed, -> last wgmma retired, -> end (epilogue, count); all units | each task's last unit")
+    for k, (s_all, n, s_last, nl) in sorted(gph.items()):
+        f = lambda v, c: " ".join(f"{x / max(1, c):6.2f}" for x in v)
+        print(f"  {k:14s} {f(s_all, n)}  ({n} units) | {f(s_last, nl)}  ({nl})")
+
 # ---- decode attention phases (traces with phase_us) ------------------------------------------
-ph = [dict(e["args"], end_us=e["ts"] + e["dur"]) for e in events if "phase_us" in e["args"] and e["args"]["task"] >= 7]
+ph = [dict(e["args"], end_us=e["ts"] + e["dur"]) for e in events
+      if "phase_us" in e["args"] and e["args"]["task"] >= 7 and "attention" in e["name"]]
 if ph:
     n = len(ph)
     tail = sum(a["end_us"] - a["phase_us"][2] for a in ph) / n
