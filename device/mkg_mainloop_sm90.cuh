@@ -237,7 +237,8 @@ static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_pa
     const mkg_unit u = mkg_unit_of<TM, TN, TK, 1, ONE, KH>(p, m, unit, raster, group, split);
     const CUtensorMap *map_b = &p->b_map[mkg_box_class(TN)];
     const int kt0 = u.c0 * u.kct;
-    const int pre = min(ST, min(u.c1 * u.kct, u.kt) - kt0);
+    const int cap = (int)((p->deps.flags >> MKG_DEPS_PRE_SHIFT) & 0xffu);
+    const int pre = min(cap ? min(cap, ST) : ST, min(u.c1 * u.kct, u.kt) - kt0);
     for (int i = 0; i < pre; ++i) {
         const uint32_t s = r->slot;
         if (!mkg_ring_mine<NP>(s)) {
@@ -260,6 +261,8 @@ static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_pa
             for (int h = 0; h < KH; ++h)
                 mkg_tma_prefetch_l2_2d(map_b, (kt * KH + h) * TK, u.t.n * TN);
     }
+    if (p->deps.flags & MKG_DEPS_A_MAP_PREFETCH)
+        mkg_prefetch_tensormap(&p->a_map[mkg_box_class(TM)]);
     *row0 = u.t.m * TM;
     *row1 = u.t.m * TM + TM;
     return pre;

@@ -114,7 +114,7 @@ mkg_status mkg_gemm_validate(const mkg_gemm_desc *d)
     }
     if (d->deps.wait && !d->deps.stall)
         return MKG_ERR_DEPS_NO_STALL;
-    if (d->deps.flags & ~(MKG_DEPS_L2_TAIL | MKG_DEPS_B_EVICT_FIRST))
+    if (d->deps.flags & ~MKG_DEPS_KNOWN)
         return MKG_ERR_DEPS_FLAGS;
     return MKG_OK;
 }

@@ -43,8 +43,10 @@ extern "C" {
 /* 8192 (four producers) was a v57b trial, within the run-to-run spread of two; it is ignored. */
 #define MKG_MK_OPT_JOIN_EXIT 16384u  /* all 384 threads meet at a CTA barrier before exit (the producer warps' idle
                                         threads exit at once otherwise); a compute-sanitizer racecheck experiment */
+#define MKG_MK_OPT_A_MAP_PREFETCH 32768u /* GEMMs: A's tensor map prefetched right before the wait (MKG_DEPS_A_MAP_PREFETCH) */
 /* Bits the GEMM rows of the dispatch table take at mkg_mk_create (deps.flags). */
-#define MKG_MK_OPT_TABLE_BITS (MKG_MK_OPT_GEMM_L2_TAIL | MKG_MK_OPT_GEMM_L2_ALL | MKG_MK_OPT_B_EVICT_FIRST)
+#define MKG_MK_OPT_TABLE_BITS \
+    (MKG_MK_OPT_GEMM_L2_TAIL | MKG_MK_OPT_GEMM_L2_ALL | MKG_MK_OPT_B_EVICT_FIRST | MKG_MK_OPT_A_MAP_PREFETCH)
 #define MKG_MK_OPT_DEFAULT 2275u /* 1 2 32 64 128 2048; the L2 tail measured slower (bench/NOTES.md, mk-v7, mk-v9) */
 
 /* Kernel arguments of one step (passed by value, __grid_constant__). */

@@ -33,6 +33,7 @@ struct mkg_mk {
     int stamp_units;
     double timeout_ms;
     unsigned int opts;                  /* MKG_MK_OPT_* */
+    unsigned int pre_stages;            /* MKG_MK_PRE_STAGES knob: B stages before a GEMM's wait (0: the ring) */
     int force_task;
     unsigned int force_extra;
 };
@@ -116,7 +117,9 @@ static void mkg_mk_describe(mkg_mk *mk)
                     ((mk->opts & MKG_MK_OPT_GEMM_L2_TAIL) && weight_bytes <= 48.0 * 1024 * 1024)
                         ? MKG_DEPS_L2_TAIL
                         : 0u) |
-                   ((mk->opts & MKG_MK_OPT_B_EVICT_FIRST) ? MKG_DEPS_B_EVICT_FIRST : 0u);
+                   ((mk->opts & MKG_MK_OPT_B_EVICT_FIRST) ? MKG_DEPS_B_EVICT_FIRST : 0u) |
+                   ((mk->opts & MKG_MK_OPT_A_MAP_PREFETCH) ? MKG_DEPS_A_MAP_PREFETCH : 0u) |
+                   (mk->pre_stages & 0xffu) << MKG_DEPS_PRE_SHIFT;
     }
 }
 
@@ -124,6 +127,8 @@ static void mkg_mk_describe(mkg_mk *mk)
 //   MKG_MK_KC="kind:kc,..."             the K chunk of every layer of that kind
 //   MKG_MK_FORCE="kind:schedule[@m],..." that schedule in every M bucket that holds an M <= m
 //                                        (default 64; whole buckets: @10 also forces M 11, 12)
+//   MKG_MK_PRE_STAGES=n                  at most n weight stages of a GEMM unit before its input is
+//                                        ready (MKG_DEPS_PRE_SHIFT; default: as many as the ring holds)
 // kind: qkv, o, gate_up, down, lm_head. A K chunk changes the layer's bits, the same for every M
 // and schedule (batch invariance holds); a forced schedule must be one the megakernel runs
 // (a chunk-capable dispatch row), or the step reports MKG_ERR_DISPATCH. Both are for A/B runs
@@ -261,6 +266,8 @@ mkg_status mkg_mk_create(mkg_model *md, const mkg_layer_plan *plans, mkg_mk **ou
     if (opts && *opts)
         mk->opts = (unsigned int)strtoul(opts, NULL, 0);
     mk->force_task = -1;
+    const char *pre = getenv("MKG_MK_PRE_STAGES");
+    mk->pre_stages = pre && *pre ? (unsigned int)strtoul(pre, NULL, 0) : 0u;
     mkg_gpu_info g;
     mkg_mk_gpu(&g);
     mk->sms = g.sms;
