@@ -6,7 +6,8 @@
 #   MKG_STAGES   comma list of stages to run (default: build,sass,test,sanitize,bench; also probe
 #                (tools/launch_probe.cu), mk, mkopts (the demo per MKG_MK_OPTS_LIST value or MKG_MK_CASES
 #                entry), sq8192 (square_8192 bf16, MKG_SQ_RUNS runs), ncu, ncusrc, ncustall, cubsrc, ncumk (the
-#                megakernel's sampled stall reasons), benchx (a second GEMM benchmark pass: MKG_BENCHX_ARGS,
+#                megakernel's sampled stall reasons), raceprobe (tools/racecheck_named_barrier_probe.cu under
+#                racecheck), benchx (a second GEMM benchmark pass: MKG_BENCHX_ARGS,
 #                MKG_BENCHX_DTYPES), cubnames (cuBLASLt's kernels for MKG_CUBNAMES="SHAPE:M ..."))
 #   MKG_BENCH_ARGS extra arguments for mkg_bench_gemm (e.g. "--only square_8192 --pdl 1"); MKG_BENCH_DTYPES
 #                ("bf16 fp16" by default; add tf32 for fp32 operands with tf32 math)
@@ -111,6 +112,23 @@ if has sanitize; then
     done
   done
   cat "$out"/sanitize_*.log >"$out/sanitize.log" && rm -f "$out"/sanitize_*.log
+fi
+
+if has raceprobe; then
+  # tools/racecheck_named_barrier_probe.cu under racecheck, MKG_RACEPROBE_RUNS (3) times from mode
+  # MKG_RACEPROBE_FIRST (0): does the tool lose `barrier.sync 3, 256` ordering with the megakernel's
+  # traffic around it (mode 5: bulk-copy ring, mbarriers, cross-CTA waits, one CTA per SM)?
+  say "racecheck probe"
+  nvcc -gencode arch=compute_90a,code=sm_90a -lineinfo "$root/tools/racecheck_named_barrier_probe.cu" \
+    -o /tmp/raceprobe >>"$out/raceprobe.txt" 2>&1
+  /tmp/raceprobe "${MKG_RACEPROBE_FIRST:-0}" >>"$out/raceprobe.txt" 2>&1
+  say "race probe plain rc=$?"
+  for run in $(seq 1 "${MKG_RACEPROBE_RUNS:-3}"); do
+    echo "#### racecheck run $run" >>"$out/raceprobe.txt"
+    timeout 300 compute-sanitizer --tool racecheck --racecheck-report all /tmp/raceprobe "${MKG_RACEPROBE_FIRST:-0}" \
+      >>"$out/raceprobe.txt" 2>&1
+    say "race probe racecheck run $run rc=$? $(grep -E 'RACECHECK SUMMARY' "$out/raceprobe.txt" | tail -1)"
+  done
 fi
 
 if has mk; then

@@ -16,11 +16,18 @@
 //           offset 0x30800, in a 200+ KB dynamic allocation) and 160 threads (5 warps, as
 //           attention decode's q/k rotation) write after trig code with a slow path, then all
 //           256 read words other warps wrote
-// Modes 0..3 gave 0 hazards on the H200 (bench/results/racecheck_probe_h200.txt). Build and
-// run on the GPU machine:
+//   mode 5: the megakernel's traffic around the items: one CTA per SM, a producer thread streaming
+//           16 KB bulk copies (cp.async.bulk, mbarrier complete_tx) into an 8-slot ring that both
+//           consumer warpgroups drain between items (full / empty mbarriers, 128-thread barriers
+//           1 and 2), and items whose thread 0 first waits (bounded, __nanosleep) for another
+//           CTA's previous item through a global counter, then writes a flag and 160 threads a
+//           table before `barrier.sync 3, 256`; 64 rounds. Writes nothing racy by construction.
+// Modes 0..4 gave 0 hazards on the H200 (bench/results/racecheck_probe_h200.txt); mode 5 is new in
+// session 25 (not yet run). Build and run on the GPU machine (argument: the first mode to run):
 //   nvcc -gencode arch=compute_90a,code=sm_90a -lineinfo tools/racecheck_named_barrier_probe.cu -o /tmp/probe
 //   compute-sanitizer --tool racecheck --racecheck-report all /tmp/probe
 #include <cstdio>
+#include <cstdlib>
 
 static __device__ __forceinline__ void bar_sync_reg(int id, int threads)
 {
@@ -162,8 +169,132 @@ __global__ void __launch_bounds__(384, 1) probe4(int *out, int id, int n, const 
     });
 }
 
-int main()
+// ---- mode 5 -------------------------------------------------------------------------------
+
+#define P5_SLOTS 8
+#define P5_SLOT_BYTES 16384u
+#define P5_STAGES 8                     /* ring stages per unit (one unit per round) */
+#define P5_ROUNDS 64
+#define P5_SCRATCH (P5_SLOTS * P5_SLOT_BYTES)  /* the items' scratch, past the ring (as sm.epi) */
+#define P5_DYN (P5_SCRATCH + 16384u + 1024u)
+
+static __device__ __forceinline__ void p5_wait(unsigned int bar, unsigned int parity)
 {
+    unsigned int done = 0;
+    while (!done)
+        asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                     "selp.u32 %0, 1, 0, p;\n\t}"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+}
+
+static __device__ __forceinline__ void p5_bar(int id, int n)
+{
+    asm volatile("barrier.sync %0, %1;" ::"r"(id), "r"(n) : "memory");   // as mkg_bar_sync_any
+}
+
+// 256 consumer threads (tid 0..255): one item of round r. Thread 0 waits for CTA (b + 1)'s
+// item of round r - 1 (bounded), writes the flag; threads < 160 write a table; every thread
+// reads another warp's word; the last barrier orders the reads before the next item's writes.
+static __device__ __noinline__ void p5_item(unsigned int *scratch, unsigned int *ctr, int *out, int r, int tid)
+{
+    volatile unsigned int *flag = scratch + 1024;
+    if (tid == 0) {
+        const unsigned int next = (blockIdx.x + 1) % gridDim.x;
+        const long long t0 = clock64();
+        while (r > 0 && *(volatile unsigned int *)(ctr + next) < (unsigned int)r && clock64() - t0 < 4000000)
+            __nanosleep(128);
+        *flag = (unsigned int)r + 1u;
+    }
+    if (tid < 160)
+        scratch[tid] = __float_as_uint(sinf((float)(tid + 1) * 12345.678f + (float)r));
+    p5_bar(3, 256);
+    out[blockIdx.x * 256 + tid] += (int)*flag + (int)(scratch[(tid * 37 + 64) % 160] >> 31);
+    p5_bar(3, 256);
+    if (tid == 0) {
+        __threadfence();
+        atomicAdd(ctr + blockIdx.x, 1u);
+    }
+}
+
+__global__ void __launch_bounds__(384, 1) probe5(const uint4 *src, size_t src_slots, unsigned int *ctr, int *out)
+{
+    extern __shared__ __align__(1024) unsigned char p5_smem[];
+    __shared__ __align__(8) unsigned long long full[P5_SLOTS], empty[P5_SLOTS];
+    const unsigned int ring = (unsigned int)__cvta_generic_to_shared(p5_smem);
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < P5_SLOTS; ++s) {
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"((unsigned int)__cvta_generic_to_shared(full + s)));
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 2;" ::"r"((unsigned int)__cvta_generic_to_shared(empty + s)));
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x < 128) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 56;" ::: "memory");
+        if (threadIdx.x == 0) {
+            for (int i = 0; i < P5_ROUNDS * P5_STAGES; ++i) {
+                const int s = i % P5_SLOTS, use = i / P5_SLOTS;
+                if (use > 0)
+                    p5_wait((unsigned int)__cvta_generic_to_shared(empty + s), (unsigned int)((use - 1) & 1));
+                const unsigned int fb = (unsigned int)__cvta_generic_to_shared(full + s);
+                asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(fb), "r"(P5_SLOT_BYTES)
+                             : "memory");
+                const uint4 *from = src + ((size_t)(blockIdx.x * 131 + i) % src_slots) * (P5_SLOT_BYTES / 16);
+                asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                             ::"r"(ring + s * P5_SLOT_BYTES), "l"(from), "r"(P5_SLOT_BYTES), "r"(fb)
+                             : "memory");
+            }
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 224;" ::: "memory");
+        const int tid = threadIdx.x - 128, wg = tid / 128;
+        unsigned int *scratch = (unsigned int *)(p5_smem + P5_SCRATCH);
+        unsigned int acc = 0;
+        for (int r = 0; r < P5_ROUNDS; ++r) {
+            for (int k = 0; k < P5_STAGES; ++k) {                  // a "GEMM unit": drain 8 stages
+                const int i = r * P5_STAGES + k, s = i % P5_SLOTS;
+                p5_wait((unsigned int)__cvta_generic_to_shared(full + s), (unsigned int)((i / P5_SLOTS) & 1));
+                acc += ((const unsigned int *)(p5_smem + s * P5_SLOT_BYTES))[tid % 128 + 128 * wg];
+                asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory");
+                if (tid % 128 == 0)
+                    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];"
+                                 ::"r"((unsigned int)__cvta_generic_to_shared(empty + s)) : "memory");
+            }
+            p5_item(scratch, ctr, out, r, tid);
+        }
+        out[gridDim.x * 256 + blockIdx.x] = (int)(acc & 1u);
+    }
+}
+
+// Mode 5 on every SM; returns the CUDA status.
+static cudaError_t run_mode5(int sms)
+{
+    const size_t slots = 4096;                                   // 64 MB of source: larger than the L2
+    uint4 *src = nullptr;
+    unsigned int *ctr = nullptr;
+    int *out5 = nullptr;
+    cudaMalloc(&src, slots * P5_SLOT_BYTES);
+    cudaMalloc(&ctr, (size_t)sms * sizeof(unsigned int));
+    cudaMalloc(&out5, (size_t)sms * 257 * sizeof(int));
+    cudaMemset(src, 0x5a, slots * P5_SLOT_BYTES);
+    cudaMemset(ctr, 0, (size_t)sms * sizeof(unsigned int));
+    cudaMemset(out5, 0, (size_t)sms * 257 * sizeof(int));
+    cudaFuncSetAttribute(probe5, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)P5_DYN);
+    probe5<<<sms, 384, P5_DYN>>>(src, slots, ctr, out5);
+    cudaError_t e = cudaDeviceSynchronize();
+    unsigned int c0 = 0;
+    cudaMemcpy(&c0, ctr, sizeof c0, cudaMemcpyDeviceToHost);
+    printf("mode 5: %d CTAs x %d rounds of an 8-stage bulk-copy ring and an item, CTA 0 counted %u items, %s\n", sms,
+           P5_ROUNDS, c0, cudaGetErrorString(e));
+    cudaFree(src);
+    cudaFree(ctr);
+    cudaFree(out5);
+    return e;
+}
+
+int main(int argc, char **argv)
+{
+    const int first = argc > 1 ? atoi(argv[1]) : 0;
     int *out;
     unsigned int *go;
     cudaMalloc(&out, 384 * sizeof(int));
@@ -174,7 +305,7 @@ int main()
                            "as 3, data at shared 0x30800 in 210 KB, 5 writer warps after sinf"};
     const unsigned int off = 0x30800u, dyn4 = off + 16384u;
     cudaFuncSetAttribute(probe4, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn4);
-    for (int mode = 0; mode < 5; ++mode) {
+    for (int mode = first; mode < 5; ++mode) {
         cudaMemset(out, 0, 384 * sizeof(int));
         if (mode == 4)
             probe4<<<1, 384, dyn4>>>(out, 3, 256, go, off);
@@ -190,5 +321,7 @@ int main()
         else
             printf("%s barrier: out[200] = %d, %s\n", what[mode], h[200], cudaGetErrorString(cudaGetLastError()));
     }
-    return 0;
+    int sms = 0;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    return run_mode5(sms) == cudaSuccess ? 0 : 1;
 }
