@@ -125,7 +125,7 @@ if has raceprobe; then
   say "race probe plain rc=$?"
   for run in $(seq 1 "${MKG_RACEPROBE_RUNS:-3}"); do
     echo "#### racecheck run $run" >>"$out/raceprobe.txt"
-    timeout 300 compute-sanitizer --tool racecheck --racecheck-report all /tmp/raceprobe "${MKG_RACEPROBE_FIRST:-0}" \
+    timeout "${MKG_RACEPROBE_TIMEOUT:-120}" compute-sanitizer --tool racecheck --racecheck-report all /tmp/raceprobe "${MKG_RACEPROBE_FIRST:-0}" \
       >>"$out/raceprobe.txt" 2>&1
     say "race probe racecheck run $run rc=$? $(grep -E 'RACECHECK SUMMARY' "$out/raceprobe.txt" | tail -1)"
   done

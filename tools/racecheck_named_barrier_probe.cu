@@ -21,9 +21,11 @@
 //           consumer warpgroups drain between items (full / empty mbarriers, 128-thread barriers
 //           1 and 2), and items whose thread 0 first waits (bounded, __nanosleep) for another
 //           CTA's previous item through a global counter, then writes a flag and 160 threads a
-//           table before `barrier.sync 3, 256`; 64 rounds. Writes nothing racy by construction.
-// Modes 0..4 gave 0 hazards on the H200 (bench/results/racecheck_probe_h200.txt); mode 5 is new in
-// session 25 (not yet run). Build and run on the GPU machine (argument: the first mode to run):
+//           table before `barrier.sync 3, 256`; 32 rounds. Writes nothing racy by construction.
+// Modes 0..4 gave 0 hazards on the H200 (bench/results/racecheck_probe_h200.txt). Mode 5's first
+// run (session 25, bench/results/racecheck_probe5_7cf536b.txt) read each slot with a plain load and
+// racecheck reported that read against the next bulk copy into the slot (see the NOTE in probe5);
+// the read is gone, and the run with it was cut by its time limit before mode 5's summary. Build and run on the GPU machine (argument: the first mode to run):
 //   nvcc -gencode arch=compute_90a,code=sm_90a -lineinfo tools/racecheck_named_barrier_probe.cu -o /tmp/probe
 //   compute-sanitizer --tool racecheck --racecheck-report all /tmp/probe
 #include <cstdio>
@@ -174,7 +176,7 @@ __global__ void __launch_bounds__(384, 1) probe4(int *out, int id, int n, const 
 #define P5_SLOTS 8
 #define P5_SLOT_BYTES 16384u
 #define P5_STAGES 8                     /* ring stages per unit (one unit per round) */
-#define P5_ROUNDS 64
+#define P5_ROUNDS 32
 #define P5_SCRATCH (P5_SLOTS * P5_SLOT_BYTES)  /* the items' scratch, past the ring (as sm.epi) */
 #define P5_DYN (P5_SCRATCH + 16384u + 1024u)
 
@@ -254,7 +256,11 @@ __global__ void __launch_bounds__(384, 1) probe5(const uint4 *src, size_t src_sl
             for (int k = 0; k < P5_STAGES; ++k) {                  // a "GEMM unit": drain 8 stages
                 const int i = r * P5_STAGES + k, s = i % P5_SLOTS;
                 p5_wait((unsigned int)__cvta_generic_to_shared(full + s), (unsigned int)((i / P5_SLOTS) & 1));
-                acc += ((const unsigned int *)(p5_smem + s * P5_SLOT_BYTES))[tid % 128 + 128 * wg];
+                // NOTE: no generic read of the slot: racecheck flags a consumer's plain load of a slot
+                // and the producer's next bulk copy into it as a WAR hazard although the empty
+                // mbarrier orders them (session 25's first run of this mode: 100 such records); the
+                // megakernel's GEMM consumers read slots only through wgmma, which it does not track.
+                acc += (unsigned int)s;
                 asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory");
                 if (tid % 128 == 0)
                     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];"
