@@ -55,7 +55,7 @@ if has build; then
   say "build"
   # NOTE: -DMKG_BENCH_DISPATCH=ON first (MKG_CMAKE_ARGS may turn it off): a quick build's OFF stays in the
   # CMake cache, and a later full run then timed the oracle as "dispatched" (session 14, ad3f206).
-  cmake -S "$root" -B "$build" -G Ninja -DMKG_LINEINFO=ON -DMKG_BENCH_DISPATCH=ON ${MKG_CMAKE_ARGS:-} >"$out/build.txt" 2>&1 &&
+  cmake -S "$root" -B "$build" -G Ninja -DMKG_LINEINFO=ON -DMKG_BENCH_DISPATCH=ON -DMKG_MK_PHASES=OFF ${MKG_CMAKE_ARGS:-} >"$out/build.txt" 2>&1 &&
     timeout 600 cmake --build "$build" -j 16 ${MKG_BUILD_TARGETS:+--target $MKG_BUILD_TARGETS} >>"$out/build.txt" 2>&1
   rc=$?; say "build rc=$rc"; tail -3 "$out/build.txt" | tee -a "$log"
   [ $rc -eq 0 ] || exit 1
@@ -95,7 +95,7 @@ if has sanitize; then
   # MKG_SANITIZE_TOOLS (memcheck racecheck synccheck), each MKG_SANITIZE_RUNS (1) times: a hazard
   # that comes and goes between runs of the same code shows as differing summaries.
   # MKG_SANITIZE_ENVS: ';'-separated sets of environment assignments, each run under every tool
-  # (e.g. "MKG_MK_OPTS=2275;MKG_MK_OPTS=18659"); default one empty set.
+  # (e.g. "MKG_MK_OPTS=2275;MKG_MK_OPTS=18659"); default one set that changes nothing.
   IFS=';' read -r -a env_sets <<<"${MKG_SANITIZE_ENVS:-MKG_SANITIZE_DEFAULT=1}"
   for tool in ${MKG_SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
     for e in "${env_sets[@]}"; do
@@ -119,6 +119,7 @@ if has raceprobe; then
   # MKG_RACEPROBE_FIRST (0): does the tool lose `barrier.sync 3, 256` ordering with the megakernel's
   # traffic around it (mode 5: bulk-copy ring, mbarriers, cross-CTA waits, one CTA per SM)?
   say "racecheck probe"
+  rm -f /tmp/raceprobe
   nvcc -gencode arch=compute_90a,code=sm_90a -lineinfo "$root/tools/racecheck_named_barrier_probe.cu" \
     -o /tmp/raceprobe >>"$out/raceprobe.txt" 2>&1
   /tmp/raceprobe "${MKG_RACEPROBE_FIRST:-0}" >>"$out/raceprobe.txt" 2>&1
@@ -126,8 +127,10 @@ if has raceprobe; then
   for run in $(seq 1 "${MKG_RACEPROBE_RUNS:-3}"); do
     echo "#### racecheck run $run" >>"$out/raceprobe.txt"
     timeout "${MKG_RACEPROBE_TIMEOUT:-120}" compute-sanitizer --tool racecheck --racecheck-report all /tmp/raceprobe "${MKG_RACEPROBE_FIRST:-0}" \
-      >>"$out/raceprobe.txt" 2>&1
-    say "race probe racecheck run $run rc=$? $(grep -E 'RACECHECK SUMMARY' "$out/raceprobe.txt" | tail -1)"
+      >/tmp/raceprobe_run.txt 2>&1
+    rc=$?
+    cat /tmp/raceprobe_run.txt >>"$out/raceprobe.txt"
+    say "race probe racecheck run $run rc=$rc $(grep -E 'RACECHECK SUMMARY' /tmp/raceprobe_run.txt | tail -1)"
   done
 fi
 

@@ -86,10 +86,11 @@ static __device__ __forceinline__ void mkg_mk_phase_mark(int point)
 {
     if (threadIdx.x != 128 || blockIdx.x >= MKG_MK_PHASE_CTAS)
         return;
+    const unsigned long long t = mkg_globaltimer();       // before the slot's read (not late by it)
     if (point == 3 && mkg_mk_phase_buf[blockIdx.x][0] == 0)  // a unit's first chunk (on_unit clears it)
-        mkg_mk_phase_buf[blockIdx.x][0] = mkg_globaltimer();
+        mkg_mk_phase_buf[blockIdx.x][0] = t;
     else if (point == 4)
-        mkg_mk_phase_buf[blockIdx.x][2] = mkg_globaltimer();
+        mkg_mk_phase_buf[blockIdx.x][2] = t;
 }
 
 #endif

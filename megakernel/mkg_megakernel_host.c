@@ -268,6 +268,8 @@ mkg_status mkg_mk_create(mkg_model *md, const mkg_layer_plan *plans, mkg_mk **ou
     mk->force_task = -1;
     const char *pre = getenv("MKG_MK_PRE_STAGES");
     mk->pre_stages = pre && *pre ? (unsigned int)strtoul(pre, NULL, 0) : 0u;
+    if (mk->pre_stages > 255u)
+        mk->pre_stages = 255u;                    /* the flags hold 8 bits; the ring's depth caps it anyway */
     mkg_gpu_info g;
     mkg_mk_gpu(&g);
     mk->sms = g.sms;
