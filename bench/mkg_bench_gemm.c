@@ -35,7 +35,7 @@ typedef struct mkg_bench_args {
     int pdl;
     int sustain_ms;
     int dispatch_grid_units;
-    int kc_policy;              /* MKG_BENCH_KC_ONE, MKG_BENCH_KC_DECODE or MKG_BENCH_KC_FIXED */
+    int kc_policy;              /* MKG_BENCH_KC_ONE, _DECODE, _FIXED or _CLUSTER */
     int kc_min;                 /* --kc-min (0: MKG_PLAN_MIN_KC) */
     int block_scales;           /* --block-scales 0|1 */
 } mkg_bench_args;
@@ -71,7 +71,8 @@ static void mkg_bench_usage(FILE *f)
             "  --kc-policy P   each layer's canonical K chunk (invariant mode, from N and K only): one\n"
             "                  (default, mkg_plan_kc: KC = K) or decode (mkg_plan_kc_decode: chunks that\n"
             "                  give decode split-K enough work units) or fixed (KC = the --kc-min value for\n"
-            "                  every layer, K where that is longer); recorded as kc_policy in the JSON\n"
+            "                  every layer, K where that is longer) or cluster (mkg_plan_kc_cluster: 2 or 4\n"
+            "                  chunks for the cluster split-K rows); recorded as kc_policy in the JSON\n"
             "  --kc-min N      decode policy: smallest chunk; fixed policy: the chunk; a multiple of 128\n"
             "                  (default MKG_PLAN_MIN_KC)\n"
             "  --block-scales 0|1  e4m3 only: 1 x 128 activation and 128 x 128 weight block scales\n"
@@ -160,13 +161,15 @@ static void mkg_bench_parse_args(int argc, char **argv, mkg_bench_args *a)
         else if (strcmp(flag, "--block-scales") == 0)
             a->block_scales = mkg_bench_int_arg(flag, value) != 0;
         else if (strcmp(flag, "--kc-policy") == 0) {
-            if (strcmp(value, "one") != 0 && strcmp(value, "decode") != 0 && strcmp(value, "fixed") != 0) {
-                fprintf(stderr, "mkg_bench_gemm: --kc-policy takes one, decode or fixed, not %s\n", value);
+            if (strcmp(value, "one") != 0 && strcmp(value, "decode") != 0 && strcmp(value, "fixed") != 0 &&
+                strcmp(value, "cluster") != 0) {
+                fprintf(stderr, "mkg_bench_gemm: --kc-policy takes one, decode, fixed or cluster, not %s\n", value);
                 exit(1);
             }
-            a->kc_policy = strcmp(value, "decode") == 0  ? MKG_BENCH_KC_DECODE
-                           : strcmp(value, "fixed") == 0 ? MKG_BENCH_KC_FIXED
-                                                         : MKG_BENCH_KC_ONE;
+            a->kc_policy = strcmp(value, "decode") == 0    ? MKG_BENCH_KC_DECODE
+                           : strcmp(value, "fixed") == 0   ? MKG_BENCH_KC_FIXED
+                           : strcmp(value, "cluster") == 0 ? MKG_BENCH_KC_CLUSTER
+                                                           : MKG_BENCH_KC_ONE;
         }
         else {
             fprintf(stderr, "mkg_bench_gemm: unknown option %s\n", flag);

@@ -47,7 +47,8 @@ typedef struct mkg_bench_cfg {
                                    schedule) CTAs, a diagnostic (the host reads the plan); 0: SMs */
     int kc_policy;              /* each layer's canonical K chunk: MKG_BENCH_KC_ONE (mkg_plan_kc, the
                                    library default), MKG_BENCH_KC_DECODE (mkg_plan_kc_decode) or
-                                   MKG_BENCH_KC_FIXED (kc_min for every layer) */
+                                   MKG_BENCH_KC_FIXED (kc_min for every layer) or MKG_BENCH_KC_CLUSTER
+                                   (mkg_plan_kc_cluster) */
     int kc_min;                 /* decode policy: smallest chunk; fixed: the chunk (MKG_PLAN_MIN_KC unless
                                    --kc-min) */
     int block_scales;           /* e4m3 rows: 1 x 128 activation and 128 x 128 weight block scales
@@ -59,11 +60,12 @@ typedef struct mkg_bench_cfg {
 #define MKG_BENCH_KC_ONE    0
 #define MKG_BENCH_KC_DECODE 1
 #define MKG_BENCH_KC_FIXED  2
+#define MKG_BENCH_KC_CLUSTER 3
 
 /* The canonical K chunk of an N x K layer under cfg->kc_policy (from N and K alone). */
 int mkg_bench_layer_kc(const mkg_bench_cfg *cfg, int n, int k);
 
-/* cfg->kc_policy as the JSON and the log name it: "one", "decode" or "fixed". */
+/* cfg->kc_policy as the JSON and the log name it: "one", "decode", "fixed" or "cluster". */
 const char *mkg_bench_kc_policy_name(const mkg_bench_cfg *cfg);
 
 /* Measures cfg->copy_gbps (the weight-streaming yardstick of the decode rows). */

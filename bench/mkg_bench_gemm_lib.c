@@ -100,6 +100,8 @@ int mkg_bench_layer_kc(const mkg_bench_cfg *cfg, int n, int k)
     const int kc_min = cfg->kc_min > 0 ? cfg->kc_min : MKG_PLAN_MIN_KC;
     if (cfg->kc_policy == MKG_BENCH_KC_FIXED)
         return kc_min < k ? kc_min : k;
+    if (cfg->kc_policy == MKG_BENCH_KC_CLUSTER)
+        return mkg_plan_kc_cluster(n, k, cfg->sms);
     if (cfg->kc_policy != MKG_BENCH_KC_DECODE)
         return mkg_plan_kc(n, k, cfg->sms);
     return mkg_plan_kc_decode_min(n, k, cfg->sms, kc_min);
@@ -107,7 +109,10 @@ int mkg_bench_layer_kc(const mkg_bench_cfg *cfg, int n, int k)
 
 const char *mkg_bench_kc_policy_name(const mkg_bench_cfg *cfg)
 {
-    return cfg->kc_policy == MKG_BENCH_KC_DECODE ? "decode" : cfg->kc_policy == MKG_BENCH_KC_FIXED ? "fixed" : "one";
+    return cfg->kc_policy == MKG_BENCH_KC_DECODE    ? "decode"
+           : cfg->kc_policy == MKG_BENCH_KC_FIXED   ? "fixed"
+           : cfg->kc_policy == MKG_BENCH_KC_CLUSTER ? "cluster"
+                                                    : "one";
 }
 
 void mkg_bench_measure_copy(mkg_bench_cfg *cfg)

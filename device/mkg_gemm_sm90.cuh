@@ -48,11 +48,14 @@ static_assert(sizeof(mkg_gemm_params) + 3 * sizeof(int) <= 4096,
 // 64 (one 128-byte K sub-tile of 16-bit input per stage) or 128 (two: KH = 2).
 #define MKG_X_CHECK(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                               \
     static_assert(sizeof(mkg_shape<tm, tn, 64, st, swap, tk / 64>) > 0, #name);                       \
-    static_assert(tk == 64 || (tk == 128 && cl == 1 && pp == 0),                                        \
-                  #name ": 128-deep stages: no cluster, no ping-pong");                                 \
+    static_assert(tk == 64 || (tk == 128 && (cl == 1 || swap) && pp == 0),                             \
+                  #name ": 128-deep stages: no multicast cluster, no ping-pong");                       \
     static_assert(cl == 1 || (cl <= MKG_LAUNCH_MAX_CLUSTER && !swap && split == 1 &&                   \
-                              ((tn / cl) == 64 || (tn / cl) == 128)),                                   \
-                  #name ": cluster rows multicast a B box of TN / CL rows (a box class), no swap, no split"); \
+                              ((tn / cl) == 64 || (tn / cl) == 128)) ||                                 \
+                      (cl <= MKG_LAUNCH_MAX_CLUSTER && swap && split == cl &&                           \
+                       mkg_shape<tm, tn, 64, st, swap, tk / 64>::CHUNKED),                              \
+                  #name ": cluster rows multicast a B box of TN / CL rows (a box class), no swap, no " \
+                        "split; or split K over the cluster (swap, SPLIT = CL, a chunk-folding row)"); \
     static_assert(pp == 0 || (tm == 128 && !swap && split == 1 && cl == 1),                           \
                   #name ": ping-pong rows are 128-row tiles, no swap, no split, no cluster");
 MKG_SCHEDULE_LIST(MKG_X_CHECK)
@@ -70,6 +73,9 @@ MKG_SCHEDULE_LIST(MKG_X_CHECK)
 // OT >= 0: C is of type OT with a plain store, known at compile time (mkg_epilogue_store);
 // OT < 0: output type and epilogue kind are read from the params.
 // KH = 2: each stage holds two K sub-tiles of TK (128-deep stages of 16-bit input).
+// CL > 1 with SWAP: a cluster split-K row (mkg_schedules.h), chunked instantiation only: cluster c
+// runs tiles c, c + clusters, ..., its CTA of rank r split r of each tile's chunks on its own ring,
+// and rank 0 folds the others' partials from their shared memory (mkg_gemm_consume_step, CK).
 template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CH, int CL = 1, int PP = 0, int OT = -1, int KH = 1>
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
 mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int raster, int group, int split,
@@ -82,25 +88,31 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
     // (the fields, then the tensor maps) before its first tile load.
     const mkg_gemm_params *__restrict__ p = &params;
     extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
-    static_assert(CL == 1 || !CH, "cluster rows run one K chunk");
-    static_assert(KH == 1 || (CL == 1 && !PP), "rows with two K sub-tiles per stage: no cluster, no ping-pong");
+    constexpr bool CK = CL > 1 && SWAP;              // cluster split-K row
+    static_assert(CL == 1 || CK || !CH, "multicast cluster rows run one K chunk");
+    static_assert(!CK || CH, "cluster split-K rows run the chunked instantiation");
+    static_assert(KH == 1 || ((CL == 1 || CK) && !PP),
+                  "rows with two K sub-tiles per stage: no multicast cluster, no ping-pong");
     static_assert(!PP || (!CH && CL == 1 && !SWAP && TM == 128), "ping-pong rows: one chunk, no cluster, no swap");
     const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
     typedef mkg_shape<TM, TN, TK, ST, SWAP, KH> S;
     const int m = p->m;
     if constexpr (PP)
         split = 1;                                   // ping-pong rows never split K (host-checked too)
-    const int units = mkg_unit_count<TM, TN, CL, !CH>(p, m, split);
+    // CK: units are tiles here; each CTA of the cluster runs its rank's split of every tile.
+    const int units = CK ? mkg_unit_count<TM, TN, 1, true>(p, m, 1) : mkg_unit_count<TM, TN, CL, !CH>(p, m, split);
     const int first = (int)(blockIdx.x / CL), stride = (int)(gridDim.x / CL);
     mkg_ring ring = mkg_ring_start();
     if (threadIdx.x == 0) {
         MKG_PROBE(0);                                // probe points: see tools/launch_probe.cu
         mkg_prefetch_tensormap(&p->a_map[mkg_box_class(TM)]);
-        mkg_prefetch_tensormap(&p->b_map[mkg_box_class(TN / CL)]);
+        mkg_prefetch_tensormap(&p->b_map[mkg_box_class(CK ? TN : TN / CL)]);
         // NOTE: C's map is prefetched after the first unit's loads are issued (below), so
         // nothing but A's and B's maps is ahead of them in the TMA unit. Measured neutral to
         // slightly faster on the small grids (v35 in bench/NOTES.md).
-        mkg_smem_init(&sm, CL);
+        mkg_smem_init(&sm, CK ? 1 : CL);
+        if constexpr (CK)
+            mkg_fold_init(&sm, CL);
         // NOTE: the first unit's loads are not issued here, before the CTA barrier: tried
         // (session 6, tools/launch_probe.cu), the first TMA issue stalls this thread ~1 us
         // and the consumers then wait at the barrier for all of the unit's first stages;
@@ -122,13 +134,21 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
         mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
         // producers (1 or 2): lanes 0 of that many warps share the ring's slots (mkg_ring_mine),
         // at most the row's mkg_shape::PRODUCERS; cluster rows keep one producer.
-        const int np = CL > 1 || producers != 2 ? 1 : S::PRODUCERS;
+        const int np = (CL > 1 && !CK) || producers != 2 ? 1 : S::PRODUCERS;
         if ((threadIdx.x & 31) == 0 && (int)threadIdx.x < 32 * np) {
             if (threadIdx.x == 0)
                 MKG_PROBE(2);
             const CUtensorMap *map_c = &p->c_map[mkg_box_class(SWAP ? S::WN : 64)];   // the epilogue's store box
             for (int u = first; u < units; u += stride) {
-                if constexpr (CL > 1)
+                if constexpr (CK) {
+                    const int cu = u * CL + (int)mkg_cluster_ctarank();
+                    if (np == 2)
+                        mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP, false, KH, 2>(p, m, cu, raster, group, split,
+                                                                                  &ring, &sm);
+                    else
+                        mkg_gemm_produce_unit<TM, TN, TK, ST, SWAP, false, KH>(p, m, cu, raster, group, split, &ring,
+                                                                               &sm);
+                } else if constexpr (CL > 1)
                     mkg_gemm_produce_rest<TM, TN, TK, ST, SWAP, CL, !CH>(p, m, u, raster, group, split, &ring, &sm,
                                                                          0);
                 else if (np == 2)
@@ -168,7 +188,28 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
             for (int i = 0; i < S::WN / 2; ++i)
                 d[i] = 0.0f;
             static_assert(!CH || S::CHUNKED, "only rows with wgmma N <= MKG_CHUNKED_MAX_WN fold chunks");
-            if constexpr (!CH) {
+            if constexpr (CK) {
+                // The chunked step loop below, over this CTA's split of each of the cluster's tiles.
+                const int rank = (int)mkg_cluster_ctarank();
+                int t = first, c = 0;
+                mkg_unit uu{};
+                mkg_bscale_in<S::WN, SWAP> bs{};
+                if (t < units) {
+                    uu = mkg_unit_of<TM, TN, TK, 1, false, KH>(p, m, t * CL + rank, raster, group, split);
+                    c = uu.c0;
+                }
+                while (t < units) {
+                    mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, true, OT, KH, CL>(
+                        p, m, t * CL + rank, c, raster, group, split, &ring, &sm, wg, d, tot, &uu, &bs);
+                    if (++c == uu.c1) {
+                        t += stride;
+                        if (t < units) {
+                            uu = mkg_unit_of<TM, TN, TK, 1, false, KH>(p, m, t * CL + rank, raster, group, split);
+                            c = uu.c0;
+                        }
+                    }
+                }
+            } else if constexpr (!CH) {
                 for (int u = first; u < units; u += stride)
                     mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, true, CL, true, OT, KH>(
                         p, m, u, 0, raster, group, split, &ring, &sm, wg, d, tot);
@@ -207,14 +248,25 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
 }
 
 // The chunked instantiation of a row, or NULL for rows that cannot fold chunks (wgmma N >
-// MKG_CHUNKED_MAX_WN, cluster rows).
+// MKG_CHUNKED_MAX_WN, multicast cluster rows).
 template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CL, int KH = 1>
 static const void *mkg_chunked_kernel_sm90(void)
 {
-    if constexpr (mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED && CL == 1)
-        return (const void *)mkg_gemm_persistent_sm90<DT, TM, TN, TK, ST, SWAP, 1, 1, 0, -1, KH>;
+    if constexpr (mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED && (CL == 1 || SWAP))
+        return (const void *)mkg_gemm_persistent_sm90<DT, TM, TN, TK, ST, SWAP, 1, CL, 0, -1, KH>;
     else
         return NULL;
+}
+
+// A one-chunk instantiation of a row (MKG_KV_ONE, MKG_KV_STORE), or NULL for the cluster split-K
+// rows, which need at least CL chunks and so run the chunked one only.
+template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CL, int PP, int OT, int KH>
+static const void *mkg_one_chunk_kernel_sm90(void)
+{
+    if constexpr (CL > 1 && SWAP)
+        return NULL;
+    else
+        return (const void *)mkg_gemm_persistent_sm90<DT, TM, TN, TK, ST, SWAP, 0, CL, PP, OT, KH>;
 }
 
 #endif /* MKG_GEMM_SM90_CUH */

@@ -467,8 +467,12 @@ static __device__ __forceinline__ void mkg_unit_chunk_range(const mkg_gemm_param
 // kernel: per step its integer divisions cost more than a 128-deep e4m3 chunk's wgmma, v23);
 // NULL: computed here. bs: the caller's block-scale carry (shipped kernel): a step loads the
 // next chunk's scales while its own chunk runs, and only a unit's first chunk waits for its own.
+// CK > 1: a cluster split-K row (mkg_schedules.h) in a cluster of CK CTAs; `unit` is tile * CK +
+// this CTA's rank (the SPLIT = CK unit of that rank), and CL stays 1 (each CTA has its own ring).
+// A peer (rank > 0) leaves each chunk's partial in its shared memory past the ring (XE staging
+// space, which only rank 0 stores C through); rank 0 folds them in after its own chunks.
 template <int DT, int TM, int TN, int TK, int ST, int SWAP, bool ONE = !mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED,
-          int CL = 1, bool XE = false, int OT = -1, int KH = 1>
+          int CL = 1, bool XE = false, int OT = -1, int KH = 1, int CK = 1>
 static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_params *p, int m, int unit, int c,
                                                              int raster, int group, int split, mkg_ring *r,
                                                              const mkg_smem *sm, int wg, float *d, float *tot,
@@ -559,6 +563,61 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
         if constexpr (DT == MKG_DTYPE_E4M3) {
             if (bscaled)
                 mkg_block_scales_apply<WN, SWAP>(bsf, d);
+        }
+        if constexpr (CK > 1) {
+            static_assert(CL == 1 && XE, "cluster split-K: the shipped kernel, one ring per CTA");
+            static_assert(S::EPI_OFF + 2u * 64u * WN * 4u <= MKG_LAUNCH_RING_BYTES + MKG_LAUNCH_EPI_BYTES,
+                          "a peer's chunk partial fits past the ring (the host checks how many chunks)");
+            const uint32_t rank = mkg_cluster_ctarank();
+            // Phase of this cluster's fold barriers: tiles it ran before this one, mod 2.
+            const uint32_t ph = (uint32_t)((u.tile - (int)(blockIdx.x / CK)) / (int)(gridDim.x / CK)) & 1u;
+            // Chunk i's partial of warpgroup wg: 64 x WN floats at part + i * 512 WN bytes, thread
+            // t's float4 q at + 2048 q + 16 t (a warp moves 512 contiguous bytes).
+            const uint32_t part = sm->ring + S::EPI_OFF + (uint32_t)wg * 256u * WN + 16u * (threadIdx.x & 127);
+            if (rank != 0) {
+                if (c == u.c0)                        // rank 0 has read this CTA's previous tile
+                    mkg_mbarrier_wait_parity_cluster(mkg_fold_bar(sm, MKG_LAUNCH_CONSUMERS + wg), ph ^ 1u);
+                const uint32_t at = part + (uint32_t)(c - u.c0) * 512u * WN;
+#pragma unroll
+                for (int q = 0; q < WN / 8; ++q)
+                    mkg_st_shared_v4_f32(at + 2048u * q, d[4 * q], d[4 * q + 1], d[4 * q + 2], d[4 * q + 3]);
+                if (c + 1 == u.c1)
+                    mkg_mbarrier_arrive_release_cluster(mkg_mapa(mkg_fold_bar(sm, wg), 0u));
+                return;
+            }
+#pragma unroll
+            for (int i = 0; i < WN / 2; ++i)
+                tot[i] = c == u.c0 ? d[i] : tot[i] + d[i];
+            if (c + 1 < u.c1)
+                return;
+            // The left fold goes on through rank 1's chunks, then rank 2's, ...: chunk order.
+            mkg_mbarrier_wait_parity_cluster(mkg_fold_bar(sm, wg), ph);
+#pragma unroll 1
+            for (int pr = 1; pr < CK; ++pr) {
+                int pc0, pc1;
+                mkg_split_range(pr, CK, u.chunks, &pc0, &pc1);
+                const uint32_t peer = mkg_mapa(part, (uint32_t)pr);
+#pragma unroll 1
+                for (int i = 0; i < pc1 - pc0; ++i) {
+                    float4 v[WN / 8];
+#pragma unroll
+                    for (int q = 0; q < WN / 8; ++q)
+                        v[q] = mkg_ld_shared_cluster_v4(peer + (uint32_t)i * 512u * WN + 2048u * q);
+#pragma unroll
+                    for (int q = 0; q < WN / 8; ++q) {
+                        tot[4 * q] += v[q].x;
+                        tot[4 * q + 1] += v[q].y;
+                        tot[4 * q + 2] += v[q].z;
+                        tot[4 * q + 3] += v[q].w;
+                    }
+                }
+            }
+#pragma unroll 1
+            for (int pr = 1; pr < CK; ++pr)
+                mkg_mbarrier_arrive_release_cluster(mkg_mapa(mkg_fold_bar(sm, MKG_LAUNCH_CONSUMERS + wg), (uint32_t)pr));
+            mkg_apply_input_scale<DT, WN / 2>(p, tot);
+            mkg_epilogue_store<WN, SWAP, EPI_NB, OT>(p, m, tot, x0, y0, r, epi, wg);
+            return;
         }
         const bool partials = u.splits > 1;
         if (partials)

@@ -1,7 +1,8 @@
 /* mkg_pipeline_sm90.cuh - the shared-memory operand ring and its state.
  *
  * Launch-wide layout of dynamic shared memory (MKG_LAUNCH_SMEM_BYTES):
- *   [full barriers x MAX_STAGES][empty barriers x MAX_STAGES][flags] ... pad ... [ring, 1024-aligned]
+ *   [full barriers x MAX_STAGES][empty barriers x MAX_STAGES][flags][dep][fold barriers x 4] ... pad ...
+ *   [ring, 1024-aligned]
  *   [epilogue staging]
  * A schedule with ST stages of S bytes uses ring slots 0..ST-1 at slot * S.
  * full[s]  : one producer arrive + TMA transaction bytes; consumers wait on it.
@@ -24,8 +25,9 @@
 // Barriers and flags sit below the 1024-aligned ring: with a 16-byte aligned dynamic base the
 // ring starts at most (barrier bytes rounded up to 8 mod 16, + 1016) past it, inside
 // MKG_LAUNCH_SMEM_BYTES' 1536-byte pad (16 stages: 256 + 8 flag bytes + the dependency word in
-// an 8-byte slot = 272, asserted with 8 bytes to spare: 280 + 1016 = 1296).
-static_assert(16 * MKG_LAUNCH_MAX_STAGES + 4 * MKG_LAUNCH_CONSUMERS + 16 + 1016 <=
+// an 8-byte slot = 272, and the 4 fold barriers of the cluster split-K rows = 304, asserted with
+// 8 bytes to spare: 312 + 1016 = 1328).
+static_assert(16 * MKG_LAUNCH_MAX_STAGES + 4 * MKG_LAUNCH_CONSUMERS + 16 + 32 + 1016 <=
                   MKG_LAUNCH_SMEM_BYTES - MKG_LAUNCH_RING_BYTES - MKG_LAUNCH_EPI_BYTES,
               "barrier area outgrows the shared-memory pad below the ring");
 
@@ -66,7 +68,7 @@ static __device__ __forceinline__ mkg_smem mkg_smem_carve(void *dyn)
     sm.empty = sm.full + 8u * MKG_LAUNCH_MAX_STAGES;
     sm.flag = sm.empty + 8u * MKG_LAUNCH_MAX_STAGES;
     sm.dep = (sm.flag + 4u * MKG_LAUNCH_CONSUMERS + 7u) & ~7u;
-    sm.ring = (sm.dep + 8u + 1023u) & ~1023u;
+    sm.ring = (sm.dep + 8u + 32u + 1023u) & ~1023u;   // past the fold barriers (mkg_fold_bar)
     sm.epi = sm.ring + MKG_LAUNCH_RING_BYTES;
     return sm;
 }
@@ -81,6 +83,27 @@ static __device__ __forceinline__ void mkg_smem_init(const mkg_smem *sm, int clu
         mkg_mbarrier_init(sm->empty + 8u * s, MKG_LAUNCH_CONSUMERS * cluster);
     }
     mkg_st_release_cta_shared_u32(sm->dep, 0u);
+    mkg_fence_mbarrier_init();
+}
+
+// Cluster split-K rows (CL > 1 with SWAP, mkg_schedules.h): the CTAs of a cluster share one tile's
+// K chunks, and rank 0 folds the others' chunk partials out of their shared memory. Per consumer
+// warpgroup w: barrier w of rank 0 ("in") completes when every peer thread of w has written its
+// partials of the tile; barrier 2 + w of each peer ("out") when rank 0's threads of w have read
+// them, so the peer may write the next tile's. They sit right after the dependency word.
+static __device__ __forceinline__ uint32_t mkg_fold_bar(const mkg_smem *sm, int i)
+{
+    return sm->dep + 8u + 8u * (uint32_t)i;
+}
+
+// One thread, before the cluster sync that follows mkg_smem_init: the fold barriers of a cluster
+// of `ctas` CTAs.
+static __device__ __forceinline__ void mkg_fold_init(const mkg_smem *sm, int ctas)
+{
+    for (int w = 0; w < MKG_LAUNCH_CONSUMERS; ++w) {
+        mkg_mbarrier_init(mkg_fold_bar(sm, w), 128u * (uint32_t)(ctas - 1));
+        mkg_mbarrier_init(mkg_fold_bar(sm, MKG_LAUNCH_CONSUMERS + w), 128u);
+    }
     mkg_fence_mbarrier_init();
 }
 

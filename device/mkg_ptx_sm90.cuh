@@ -90,6 +90,37 @@ static __device__ __forceinline__ void mkg_mbarrier_arrive_cluster(uint32_t clus
     asm volatile("mbarrier.arrive.release.cta.shared::cluster.b64 _, [%0];" ::"r"(cluster_bar) : "memory");
 }
 
+// Arrive with a cluster-scope release: this thread's earlier shared-memory accesses (its
+// partials written, or a peer's partials read) are ordered before whatever a thread of another
+// CTA does after its cluster-scope acquire of the phase (mkg_mbarrier_wait_parity_cluster).
+// NOTE: compiles to a GPU-wide MEMBAR before the arrive (see above): once per tile of a
+// cluster split-K row, never per stage.
+static __device__ __forceinline__ void mkg_mbarrier_arrive_release_cluster(uint32_t cluster_bar)
+{
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_bar) : "memory");
+}
+
+// Waits on a barrier of this CTA for a phase completed by other CTAs' cluster-scope releases.
+static __device__ __forceinline__ void mkg_mbarrier_wait_parity_cluster(uint32_t bar, uint32_t parity)
+{
+    uint32_t done;
+    do {
+        asm volatile("{\n\t.reg .pred p;\n\t"
+                     "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\t"
+                     "selp.u32 %0, 1, 0, p;\n\t}"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+
+// A float4 of another cluster CTA's shared memory (address from mkg_mapa).
+static __device__ __forceinline__ float4 mkg_ld_shared_cluster_v4(uint32_t cluster_addr)
+{
+    float4 v;
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(cluster_addr) : "memory");
+    return v;
+}
+
 // Every thread of every CTA of the cluster: all arrive, then all wait (release/acquire).
 // NOTE: not .aligned: callers reach it after role-divergent code.
 static __device__ __forceinline__ void mkg_cluster_sync(void)
@@ -230,6 +261,11 @@ static __device__ __forceinline__ void mkg_st_shared_b32(uint32_t addr, uint32_t
 static __device__ __forceinline__ void mkg_st_shared_v2_b32(uint32_t addr, uint32_t v0, uint32_t v1)
 {
     asm volatile("st.shared.v2.b32 [%0], {%1, %2};" ::"r"(addr), "r"(v0), "r"(v1) : "memory");
+}
+
+static __device__ __forceinline__ void mkg_st_shared_v4_f32(uint32_t addr, float a, float b, float c, float d)
+{
+    asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
 }
 
 static __device__ __forceinline__ uint32_t mkg_ld_shared_b32(uint32_t addr)

@@ -81,6 +81,8 @@ static void mkg_launch_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr
 static int mkg_cluster_fit(mkg_dtype t, int s, int cl)
 {
     const void *k = mkg_kernel_sm90(t, s, MKG_KV_ONE);
+    if (!k)
+        k = mkg_kernel_sm90(t, s, MKG_KV_CHUNKED);    /* cluster split-K rows: chunked only */
     cudaLaunchConfig_t cfg;
     cudaLaunchAttribute attr[2];
     mkg_launch_config(&cfg, attr, cl, cl, 0u, 0);

@@ -33,3 +33,16 @@ int mkg_plan_kc_decode_min(int n, int k, int sms, int min_kc)
         kc = min_kc;
     return kc >= k ? k : kc;
 }
+
+int mkg_plan_kc_cluster(int n, int k, int sms)
+{
+    const int tiles = mkg_ceil_div(n, MKG_PLAN_DECODE_ROWS);
+    for (int chunks = 4; chunks >= 2; chunks /= 2) {
+        /* NOTE: K in exactly `chunks` chunks: a multiple of 128 that divides K, so that no rank
+         * of a cluster runs a short last chunk while the others wait for it. */
+        if (tiles * chunks > sms || k % (128 * chunks) != 0 || k / chunks < MKG_PLAN_CLUSTER_MIN_KC)
+            continue;
+        return k / chunks;
+    }
+    return k;
+}

@@ -34,6 +34,8 @@ int mkg_schedule_units(int s, int m, int n, int k, int kc)
     const mkg_schedule_info *i = mkg_schedule_get(s);
     if (!i || m < 1 || n < 1 || k < 1)
         return 0;
+    if (i->cluster > 1 && i->swap_ab) /* cluster split-K: CL CTAs per tile */
+        return mkg_ceil_div(m, i->tile_m) * mkg_ceil_div(n, i->tile_n) * i->cluster;
     if (i->cluster > 1) /* CTAs: whole clusters of cluster-tile rows */
         return mkg_ceil_div(m, i->tile_m * i->cluster) * i->cluster * mkg_ceil_div(n, i->tile_n);
     return mkg_ceil_div(m, i->tile_m) * mkg_ceil_div(n, i->tile_n) *
@@ -47,7 +49,7 @@ size_t mkg_workspace_counter_bytes(int m, int n)
         const mkg_schedule_info *i = &mkg_schedule_table[s];
         const size_t b = (size_t)mkg_ceil_div(m, i->tile_m) * (size_t)mkg_ceil_div(n, i->tile_n) * 2 *
                          sizeof(unsigned int);
-        if (i->split > 1 && b > bytes)
+        if (i->split > 1 && i->cluster == 1 && b > bytes)
             bytes = b;
     }
     return (bytes + 255) / 256 * 256;
@@ -59,7 +61,7 @@ size_t mkg_schedule_workspace_bytes(int s, int m, int n, int k, int kc)
     if (!i || m < 1 || n < 1 || k < 1)
         return 0;
     const int chunks = mkg_chunk_count(k, kc);
-    if (mkg_split_count(i->split, chunks) < 2)
+    if (mkg_split_count(i->split, chunks) < 2 || i->cluster > 1) /* cluster split-K: shared memory */
         return 0;
     const size_t tiles = (size_t)mkg_ceil_div(m, i->tile_m) * (size_t)mkg_ceil_div(n, i->tile_n);
     return mkg_workspace_counter_bytes(m, n) +
@@ -83,6 +85,12 @@ int mkg_schedule_shipped_only(int s)
 {
     const mkg_schedule_info *i = mkg_schedule_get(s);
     return i && (i->cluster > 1 || i->pingpong);
+}
+
+int mkg_schedule_cluster_k(int s)
+{
+    const mkg_schedule_info *i = mkg_schedule_get(s);
+    return i && i->cluster > 1 && i->swap_ab ? i->cluster : 1;
 }
 
 int mkg_schedule_wgmma_n(int s)

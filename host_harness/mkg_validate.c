@@ -143,8 +143,20 @@ mkg_status mkg_schedule_check(const mkg_gemm_desc *d, int s)
     /* More than one K chunk needs a kernel compiled with the chunk fold (wgmma N <= 128);
      * so do fused epilogues, megakernel dependencies (see mkg_epilogue_store) and fp8 block
      * scales (applied to each chunk's partial, even when K is one chunk). */
-    const int needs_chunk_row = mkg_chunk_count(d->k, d->kc) > 1 || d->epilogue != MKG_EPI_STORE || d->deps.done ||
-                                d->a_block_scales;
+    const int chunks = mkg_chunk_count(d->k, d->kc);
+    const int ck = mkg_schedule_cluster_k(s);
+    if (ck > 1) {
+        /* Cluster split-K (shipped kernel, chunked instantiation only): every CTA of a cluster
+         * runs at least one chunk of its tile, and a peer's chunk partials (one 64 x WN fp32
+         * block per consumer warpgroup and chunk) fit in its shared memory past the ring. */
+        const int stage_bytes = (info->tile_m + info->tile_n) * info->tile_k * 2;
+        const int free_bytes = MKG_LAUNCH_RING_BYTES + MKG_LAUNCH_EPI_BYTES - info->stages * stage_bytes;
+        if (chunks < ck || d->deps.done ||
+            mkg_ceil_div(chunks, ck) * MKG_LAUNCH_CONSUMERS * 64 * mkg_schedule_wgmma_n(s) * 4 > free_bytes)
+            return MKG_ERR_SCHEDULE_INELIGIBLE;
+        return MKG_OK;
+    }
+    const int needs_chunk_row = chunks > 1 || d->epilogue != MKG_EPI_STORE || d->deps.done || d->a_block_scales;
     if (needs_chunk_row && (mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || mkg_schedule_shipped_only(s)))
         return MKG_ERR_SCHEDULE_INELIGIBLE;
     return MKG_OK;

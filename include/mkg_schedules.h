@@ -18,11 +18,18 @@
  *           the token dimension (TM = 8..64) becomes the wgmma N
  *   SPLIT   most K splits per tile: a tile's canonical K chunks (the layer's KC) are
  *           shared out over up to SPLIT work units whose partials meet in a workspace
- *   CL      CTAs per thread-block cluster along M. CL = 2: the two CTAs of a cluster
- *           compute vertically adjacent tiles of one tile column, each loads half of
- *           the shared B tile and multicasts it to both (a third less L2 -> SM
- *           traffic for n256). Cluster rows run in the shipped persistent kernel only
- *           (launched with a cluster dimension), one K chunk, no split, no deps.
+ *   CL      CTAs per thread-block cluster. Two kinds of cluster row, both run in the shipped
+ *           persistent kernel only (launched with a cluster dimension), no deps:
+ *           - along M (SWAP = 0, SPLIT = 1): the CL CTAs compute vertically adjacent tiles
+ *             of one tile column, each loads 1/CL of the shared B tile and multicasts it to
+ *             all (a third less L2 -> SM traffic for n256); one K chunk.
+ *           - along K (SWAP = 1, SPLIT = CL, "cluster split-K"): the CL CTAs share one tile,
+ *             CTA r runs split r of its canonical K chunks (as a SPLIT row's unit r would),
+ *             and rank 0 folds the others' chunk partials, chunk by chunk in increasing
+ *             order, out of their shared memory (no workspace, no counter, no global round
+ *             trip). For decode layers with too few 64-row weight tiles to fill the GPU;
+ *             the layer needs at least CL chunks. Same bits as every other row (the fold
+ *             is the same left fold of the same chunk partials).
  *   PP      1: ping-pong consumers. Each consumer warpgroup computes whole TM x TN tiles
  *           (two m64 wgmma row blocks) on alternate work units, so one warpgroup's
  *           epilogue runs while the other's mainloop keeps the tensor cores busy (the
@@ -89,7 +96,10 @@ extern "C" {
     X(m32n64k128_s8_swap_rn_g8_sk8,   32,  64,128, 8, MKG_RASTER_N,  8,    1,    8,  1,  0) \
     X(m64n64k64_s12_swap_rn_g8,       64,  64, 64,12, MKG_RASTER_N,  8,    1,    1,  1,  0) \
     X(m64n64k64_s12_swap_rn_g8_sk8,   64,  64, 64,12, MKG_RASTER_N,  8,    1,    8,  1,  0) \
-    X(m64n32k128_s8_rn_g8_sk8,        64,  32,128, 8, MKG_RASTER_N,  8,    0,    8,  1,  0)
+    X(m64n32k128_s8_rn_g8_sk8,        64,  32,128, 8, MKG_RASTER_N,  8,    0,    8,  1,  0) \
+    X(m16n64k128_s8_swap_rn_g8_sk2_c2, 16,  64,128, 8, MKG_RASTER_N,  8,    1,    2,  2,  0) \
+    X(m16n64k128_s8_swap_rn_g8_sk4_c4, 16,  64,128, 8, MKG_RASTER_N,  8,    1,    4,  4,  0) \
+    X(m32n64k128_s8_swap_rn_g8_sk2_c2, 32,  64,128, 8, MKG_RASTER_N,  8,    1,    2,  2,  0)
 
 typedef enum mkg_schedule {
 #define MKG_X_ENUM(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) MKG_SCHED_##name,
@@ -111,7 +121,7 @@ typedef enum mkg_schedule {
 #define MKG_LAUNCH_BAR_PP        3          /* named barriers 3, 4: ping-pong hand-off to consumer 0, 1
                                                (shipped kernel only; free in a user's persistent kernel) */
 #define MKG_LAUNCH_SMEM_BYTES    (MKG_LAUNCH_RING_BYTES + MKG_LAUNCH_EPI_BYTES + 1024 + 512) /* + barriers, flags, alignment */
-#define MKG_LAUNCH_MAX_CLUSTER   2          /* largest CL column (CTAs per cluster) */
+#define MKG_LAUNCH_MAX_CLUSTER   4          /* largest CL column (CTAs per cluster) */
 
 /* Host-side metadata of one row. */
 typedef struct mkg_schedule_info {
@@ -127,6 +137,10 @@ const mkg_schedule_info *mkg_schedule_get(int s);
 
 /** Schedule id by name, or -1 when no row has that name. */
 int mkg_schedule_find(const char *name);
+
+/** CTAs of a cluster that share one tile's K chunks: CL for a cluster split-K row (CL > 1 with
+ *  SWAP), 1 for every other row (and for unknown s). */
+int mkg_schedule_cluster_k(int s);
 
 /** wgmma N of one consumer warpgroup of schedule s (0 if s is unknown). */
 int mkg_schedule_wgmma_n(int s);

@@ -45,10 +45,12 @@ TEST(Schedules, EveryRowFitsTheLaunchShape)
         EXPECT_GE(i->stages, 3) << i->name;
         EXPECT_LE(i->stages, MKG_LAUNCH_MAX_STAGES) << i->name;
         EXPECT_TRUE(i->tile_k == 64 || i->tile_k == 128) << i->name << ": one or two 128-byte K sub-tiles";
+        const bool ck = mkg_schedule_cluster_k(s) > 1;     // cluster split-K row
         if (i->tile_k == 128) {
-            EXPECT_EQ(i->cluster, 1) << i->name;
+            EXPECT_TRUE(i->cluster == 1 || ck) << i->name << ": no multicast cluster";
             EXPECT_EQ(i->pingpong, 0) << i->name;
-            EXPECT_FALSE(mkg_schedule_shipped_only(s)) << i->name << ": dispatch tables and megakernels run them";
+            if (!ck)
+                EXPECT_FALSE(mkg_schedule_shipped_only(s)) << i->name << ": dispatch tables and megakernels run them";
         }
         EXPECT_GE(mkg_box_class(i->tile_m), 0) << i->name;
         EXPECT_GE(mkg_box_class(i->tile_n), 0) << i->name;
@@ -58,7 +60,16 @@ TEST(Schedules, EveryRowFitsTheLaunchShape)
             EXPECT_LE(mkg_schedule_wgmma_n(s), MKG_CHUNKED_MAX_WN) << i->name << ": a split row must handle chunks";
         EXPECT_GE(i->cluster, 1) << i->name;
         EXPECT_LE(i->cluster, MKG_LAUNCH_MAX_CLUSTER) << i->name;
-        if (i->cluster > 1) {
+        if (ck) {
+            EXPECT_EQ(i->swap_ab, 1) << i->name;
+            EXPECT_EQ(i->split, i->cluster) << i->name << ": one split per CTA of the cluster";
+            EXPECT_EQ(i->pingpong, 0) << i->name;
+            EXPECT_TRUE(mkg_schedule_shipped_only(s)) << i->name << ": a cluster launch";
+            // Rank > 0 keeps a chunk's partial (2 warpgroups x 64 x WN fp32) past its ring.
+            const int ring = i->stages * stage_bytes;
+            EXPECT_LE(ring + 2 * 64 * mkg_schedule_wgmma_n(s) * 4, MKG_LAUNCH_RING_BYTES + MKG_LAUNCH_EPI_BYTES)
+                << i->name;
+        } else if (i->cluster > 1) {
             EXPECT_EQ(i->split, 1) << i->name;
             EXPECT_EQ(i->swap_ab, 0) << i->name;
             EXPECT_EQ(i->tile_n % (8 * i->cluster), 0) << i->name << ": each CTA multicasts whole swizzle atoms";
@@ -126,5 +137,31 @@ TEST(Planner, KcDependsOnNAndKOnlyAndIsAValidChunk)
             EXPECT_EQ(kc, k) << "wide or short layers keep one chunk";
         else
             EXPECT_GE(mkg_chunk_count(k, kc), 2) << n << "x" << k << " narrow long layers are chunked";
+    }
+}
+
+TEST(Planner, ClusterKcSplitsNarrowLayersIntoTwoOrFourWholeChunksInOneWave)
+{
+    // (N, K, want KC) on 132 SMs: tiles of MKG_PLAN_DECODE_ROWS weight rows times chunks fit one
+    // wave, chunks at least MKG_PLAN_CLUSTER_MIN_KC deep and dividing K; four before two.
+    const int layers[][3] = {{3072, 2048, 1024},  {2048, 2048, 1024}, {2048, 8192, 2048}, {4096, 4096, 2048},
+                             {4096, 14336, 7168}, {6144, 4096, 4096}, {28672, 4096, 4096}, {16384, 2048, 2048},
+                             {2048, 1024, 1024},  {2048, 1000, 1000}, {64, 4096, 1024}};
+    for (const auto &l : layers) {
+        const int n = l[0], k = l[1];
+        const int kc = mkg_plan_kc_cluster(n, k, 132);
+        EXPECT_EQ(kc, l[2]) << n << "x" << k;
+        const int chunks = mkg_chunk_count(k, kc);
+        EXPECT_TRUE(chunks == 1 || chunks == 2 || chunks == 4) << n << "x" << k;
+        if (chunks > 1) {
+            EXPECT_EQ(k % kc, 0) << n << "x" << k << ": whole chunks, none short";
+            EXPECT_EQ(kc % 128, 0) << n << "x" << k;
+            EXPECT_GE(kc, MKG_PLAN_CLUSTER_MIN_KC) << n << "x" << k;
+            EXPECT_LE(mkg_ceil_div(n, MKG_PLAN_DECODE_ROWS) * chunks, 132) << n << "x" << k << ": one wave";
+        }
+        EXPECT_EQ(mkg_plan_kc_cluster(n, k, 66), mkg_chunk_count(k, mkg_plan_kc_cluster(n, k, 66)) == 1
+                                                     ? k
+                                                     : mkg_plan_kc_cluster(n, k, 66))
+            << "deterministic";
     }
 }

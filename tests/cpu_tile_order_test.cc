@@ -80,6 +80,11 @@ TEST(TileOrder, EveryScheduleRowOnRaggedShapes)
         for (int m : sizes)
             for (int n : sizes) {
                 const int tiles_m = mkg_ceil_div(m, i->tile_m), tiles_n = mkg_ceil_div(n, i->tile_n);
+                if (mkg_schedule_cluster_k(s) > 1) {      // cluster split-K: CL CTAs per tile
+                    EXPECT_EQ(mkg_schedule_units(s, m, n, 4096, 0), tiles_m * tiles_n * i->cluster) << i->name;
+                    expect_each_tile_once(tiles_m, tiles_n, i->raster, i->group);
+                    continue;
+                }
                 if (i->cluster > 1) {
                     const int cl = i->cluster;
                     EXPECT_EQ(mkg_schedule_units(s, m, n, 4096, 0), mkg_ceil_div(tiles_m, cl) * cl * tiles_n)
@@ -167,6 +172,14 @@ TEST(ChunkSplit, UnitsCountTilesTimesSplits)
 {
     for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
         const mkg_schedule_info *i = mkg_schedule_get(s);
+        if (mkg_schedule_cluster_k(s) > 1) {
+            // Cluster split-K: CL CTAs per tile whatever the chunks (a layer with fewer chunks than
+            // CL is not eligible, mkg_schedule_check), and no workspace: partials meet in shared memory.
+            const int t = mkg_ceil_div(1000, i->tile_m) * mkg_ceil_div(2048, i->tile_n);
+            EXPECT_EQ(mkg_schedule_units(s, 1000, 2048, 4096, 512), t * i->cluster) << i->name;
+            EXPECT_EQ(mkg_schedule_workspace_bytes(s, 1000, 2048, 4096, 512), 0u) << i->name;
+            continue;
+        }
         const int tiles = mkg_ceil_div(1000, i->tile_m * i->cluster) * i->cluster * mkg_ceil_div(2048, i->tile_n);
         EXPECT_EQ(mkg_schedule_units(s, 1000, 2048, 4096, 0), tiles) << i->name;
         if (i->cluster == 1)

@@ -218,9 +218,10 @@ TEST(Validate, UnknownScheduleIsRejectedBeforeCuda)
     EXPECT_EQ(mkg_schedule_check(&d, MKG_SCHED_COUNT), MKG_ERR_UNKNOWN_SCHEDULE);
     EXPECT_EQ(mkg_gemm(&d, MKG_SCHED_COUNT, 0), MKG_ERR_UNKNOWN_SCHEDULE);
     EXPECT_EQ(mkg_gemm(&d, -7, 0), MKG_ERR_UNKNOWN_SCHEDULE);
-    d.k = d.lda = d.ldb = 128;                 // two 64-deep K tiles: every row runs it
-    for (int s = 0; s < MKG_SCHED_COUNT; ++s)
-        EXPECT_EQ(mkg_schedule_check(&d, s), MKG_OK) << mkg_schedule_get(s)->name;
+    d.k = d.lda = d.ldb = 128;                 // two 64-deep K tiles: every row runs it, but one chunk
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s)  // is too few for the cluster split-K rows
+        EXPECT_EQ(mkg_schedule_check(&d, s), mkg_schedule_cluster_k(s) > 1 ? MKG_ERR_SCHEDULE_INELIGIBLE : MKG_OK)
+            << mkg_schedule_get(s)->name;
 }
 
 // Rows with two K sub-tiles per stage run K in an even number of 128-byte K tiles only (the
@@ -243,7 +244,9 @@ TEST(Validate, TwoSubTileRowsNeedAnEvenNumberOfKTiles)
             for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
                 const bool two = mkg_schedule_get(s)->tile_k == 128;
                 deep += two && tiles_x8 == 1;
-                EXPECT_EQ(mkg_schedule_check(&d, s), two && !even ? MKG_ERR_SCHEDULE_K_DEPTH : MKG_OK)
+                // One chunk: cluster split-K rows need a chunk per CTA of the cluster.
+                const mkg_status ok = mkg_schedule_cluster_k(s) > 1 ? MKG_ERR_SCHEDULE_INELIGIBLE : MKG_OK;
+                EXPECT_EQ(mkg_schedule_check(&d, s), two && !even ? MKG_ERR_SCHEDULE_K_DEPTH : ok)
                     << mkg_schedule_get(s)->name << " K=" << d.k;
             }
         }
@@ -256,13 +259,15 @@ TEST(Validate, ChunkedKNeedsAChunkCapableSchedule)
     mkg_gemm_desc d = valid_desc();
     d.k = 4096;
     d.lda = d.ldb = 4096;
-    d.kc = 4096;                               // one chunk: every row runs it
-    for (int s = 0; s < MKG_SCHED_COUNT; ++s)
-        EXPECT_EQ(mkg_schedule_check(&d, s), MKG_OK) << mkg_schedule_get(s)->name;
+    d.kc = 4096;                               // one chunk: every row runs it but the cluster split-K
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s)  // rows, which need a chunk per CTA
+        EXPECT_EQ(mkg_schedule_check(&d, s), mkg_schedule_cluster_k(s) > 1 ? MKG_ERR_SCHEDULE_INELIGIBLE : MKG_OK)
+            << mkg_schedule_get(s)->name;
     d.kc = 1024;                               // four chunks: rows with wgmma N > 128 cannot fold them,
-    for (int s = 0; s < MKG_SCHED_COUNT; ++s)  // and shipped-only rows run one chunk
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s)  // and shipped-only rows run one chunk, but cluster split-K
         EXPECT_EQ(mkg_schedule_check(&d, s),
-                  mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || mkg_schedule_shipped_only(s)
+                  mkg_schedule_cluster_k(s) == 1 &&
+                          (mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || mkg_schedule_shipped_only(s))
                       ? MKG_ERR_SCHEDULE_INELIGIBLE
                       : MKG_OK)
             << mkg_schedule_get(s)->name;
@@ -296,6 +301,36 @@ TEST(Validate, ChunkedKNeedsAChunkCapableSchedule)
                                                                    : MKG_ERR_SCHEDULE_INELIGIBLE;
         EXPECT_EQ(mkg_schedule_check(&d, s), want) << mkg_schedule_get(s)->name << " with block scales";
     }
+}
+
+// Cluster split-K rows: at least one chunk per CTA of the cluster, a peer's chunk partials fit
+// past its ring (2 warpgroups x 64 x WN fp32 per chunk), and no megakernel dependencies.
+TEST(Validate, ClusterSplitKNeedsAChunkPerCtaAndRoomForPartials)
+{
+    mkg_gemm_desc d = valid_desc();
+    d.k = d.lda = d.ldb = 4096;
+    int rows = 0;
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        const int cl = mkg_schedule_cluster_k(s);
+        if (cl == 1)
+            continue;
+        ++rows;
+        const mkg_schedule_info *i = mkg_schedule_get(s);
+        const int ring = i->stages * (i->tile_m + i->tile_n) * i->tile_k * 2;
+        const int room = (MKG_LAUNCH_RING_BYTES + MKG_LAUNCH_EPI_BYTES - ring) / (2 * 64 * mkg_schedule_wgmma_n(s) * 4);
+        for (int chunks : {1, 2, 4, 8, 16, 32}) {
+            d.kc = 4096 / chunks;
+            d.deps = mkg_gemm_deps{};
+            const bool fits = chunks >= cl && (chunks + cl - 1) / cl <= room;
+            EXPECT_EQ(mkg_schedule_check(&d, s), fits ? MKG_OK : MKG_ERR_SCHEDULE_INELIGIBLE)
+                << i->name << " chunks " << chunks << " room " << room;
+        }
+        d.kc = 1024;
+        d.deps.done = reinterpret_cast<unsigned int *>(0x40000);
+        EXPECT_EQ(mkg_schedule_check(&d, s), MKG_ERR_SCHEDULE_INELIGIBLE) << i->name << ": not in a megakernel";
+        d.deps = mkg_gemm_deps{};
+    }
+    EXPECT_GE(rows, 2) << "the table has cluster split-K rows of 2 and 4 CTAs";
 }
 
 TEST(Validate, LaunchRejectsNullOpAndBadGrid)
