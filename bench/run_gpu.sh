@@ -7,7 +7,8 @@
 #                (tools/launch_probe.cu), mk, mkopts (the demo per MKG_MK_OPTS_LIST value or MKG_MK_CASES
 #                entry), sq8192 (square_8192 bf16, MKG_SQ_RUNS runs), ncu, ncusrc, ncustall, cubsrc, ncumk (the
 #                megakernel's sampled stall reasons), raceprobe (tools/racecheck_named_barrier_probe.cu under
-#                racecheck), benchx (a second GEMM benchmark pass: MKG_BENCHX_ARGS,
+#                racecheck), ncukern (ncu device time of our GEMM kernels per instantiation while the
+#                bench runs MKG_NCUKERN_ARGS), benchx (a second GEMM benchmark pass: MKG_BENCHX_ARGS,
 #                MKG_BENCHX_DTYPES), cubnames (cuBLASLt's kernels for MKG_CUBNAMES="SHAPE:M ..."))
 #   MKG_BENCH_ARGS extra arguments for mkg_bench_gemm (e.g. "--only square_8192 --pdl 1"); MKG_BENCH_DTYPES
 #                ("bf16 fp16" by default; add tf32 for fp32 operands with tf32 math)
@@ -216,6 +217,22 @@ if has benchx; then
       --out "$out/gemm_x_$dt.json" --commit "$commit" ${MKG_BENCHX_ARGS:-} >"/tmp/bench_x_$dt.txt" 2>&1
     say "bench x $dt rc=$?"; tail -8 "/tmp/bench_x_$dt.txt" | tee -a "$log"
     { echo "#### bench x $dt: ${MKG_BENCHX_ARGS:-}"; cat "/tmp/bench_x_$dt.txt"; } >>"$out/bench.txt"
+  done
+fi
+if has ncukern; then
+  # Our GEMM kernels' mean duration per instantiation (ncu's per-kernel summary: device time only,
+  # no launch gaps) while the bench times MKG_NCUKERN_ARGS (';'-separated argument sets, e.g.
+  # "--only llama32_1b_o --max-m 1 --kc-policy cluster"), into ncukern.txt. Set against the bench's
+  # graph-replayed us per launch it splits a row's time into kernel and launch overhead.
+  say "ncu kernel durations (${MKG_NCUKERN_ARGS:-})"
+  IFS=';' read -r -a ncuk_sets <<<"${MKG_NCUKERN_ARGS:-}"
+  for a in "${ncuk_sets[@]}"; do
+    echo "#### $a" >>"$out/ncukern.txt"
+    # shellcheck disable=SC2086
+    timeout 300 ncu --clock-control none -k "regex:mkg_gemm_persistent" --metrics gpu__time_duration.sum,launch__grid_size \
+      --print-summary per-kernel "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" --dtype bf16 \
+      --replays 3 --out /tmp/ncukern.json $a >>"$out/ncukern.txt" 2>&1
+    say "ncu kernels rc=$? ($a)"
   done
 fi
 if has cubnames; then

@@ -131,6 +131,25 @@ double max_rel_for_case(const mkg_case *c, const mkg_err_stats &e)
     return e.max_abs_err / std::max(e.max_abs_ref, alpha * std::sqrt(static_cast<double>(c->k)) / 3.0);
 }
 
+// Cluster split-K rows (mkg_schedule_cluster_k > 1) need a K chunk per CTA of the cluster, so the
+// tests that run every row on a one-chunk layer run them at KC = K / CL instead, against the first
+// other row that runs that KC (the bits depend on KC, never on the row): this sets the case's KC,
+// runs that row on all M rows, keeps its C and returns it (-1 if no row runs that KC).
+int keep_cluster_k_reference(mkg_case *c, int s)
+{
+    if (mkg_case_set_kc(c, c->k / mkg_schedule_cluster_k(s)) != MKG_OK)
+        return -1;
+    for (int r = 0; r < MKG_SCHED_COUNT; ++r) {
+        const mkg_gemm_desc d = mkg_case_desc(c, c->m);
+        if (mkg_schedule_cluster_k(r) > 1 || mkg_schedule_check(&d, r) != MKG_OK)
+            continue;
+        if (mkg_case_run(c, r, 0, c->m) != MKG_OK || mkg_case_keep(c) != MKG_OK)
+            return -1;
+        return r;
+    }
+    return -1;
+}
+
 // Runs every schedule on one case; checks accuracy, writes outside M x N and
 // bitwise equality with schedule 0. Appends the schedules whose bits differ.
 void check_all_schedules(mkg_case *c, double *worst_rel, std::vector<int> *differ)
@@ -336,12 +355,26 @@ TEST_F(Gpu, BatchInvarianceMPrefixes)
     ASSERT_EQ(mkg_case_init(&c, 4096, 1031, 4096, MKG_DTYPE_BF16, MKG_DTYPE_BF16, seed_), MKG_OK);
     ASSERT_EQ(mkg_case_run(&c, 0, 0, 4096), MKG_OK);
     ASSERT_EQ(mkg_case_keep(&c), MKG_OK);
-    for (int s = 0; s < MKG_SCHED_COUNT; ++s)
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        if (mkg_schedule_cluster_k(s) > 1)
+            continue;                                  // below, at KC = K / CL
         for (int m = 1; m <= 64; ++m) {
             ASSERT_EQ(mkg_case_run(&c, s, 0, m), MKG_OK);
             EXPECT_EQ(mkg_case_mismatch_vs_keep(&c, m), 0) << sched_name(s) << " M=" << m;
             EXPECT_EQ(mkg_case_outside_writes(&c, m), 0) << sched_name(s) << " M=" << m;
         }
+    }
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        if (mkg_schedule_cluster_k(s) == 1)
+            continue;
+        const int ref = keep_cluster_k_reference(&c, s);
+        ASSERT_GE(ref, 0) << sched_name(s) << ": no row runs KC = K / CL";
+        for (int m : {1, 2, 7, 8, 9, 16, 17, 31, 32, 33, 63, 64, 4096}) {
+            ASSERT_EQ(mkg_case_run(&c, s, 0, m), MKG_OK) << sched_name(s);
+            EXPECT_EQ(mkg_case_mismatch_vs_keep(&c, m), 0) << sched_name(s) << " M=" << m << " vs " << sched_name(ref);
+            EXPECT_EQ(mkg_case_outside_writes(&c, m), 0) << sched_name(s) << " M=" << m;
+        }
+    }
     mkg_case_free(&c);
 }
 
@@ -351,16 +384,22 @@ TEST_F(Gpu, RepeatedRunsAndGridSizesAreBitwiseEqual)
     ASSERT_EQ(mkg_case_init(&c, 2048, 3072 + 5, 4096, MKG_DTYPE_FP16, MKG_DTYPE_FP32, seed_), MKG_OK);
     ASSERT_EQ(mkg_case_run(&c, 0, 0, c.m), MKG_OK);
     ASSERT_EQ(mkg_case_keep(&c), MKG_OK);
-    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
-        for (int rep = 0; rep < 3; ++rep) {
-            ASSERT_EQ(mkg_case_run(&c, s, 0, c.m), MKG_OK);
-            EXPECT_EQ(mkg_case_mismatch_vs_keep(&c, c.m), 0) << sched_name(s) << " run " << rep;
+    // Cluster split-K rows last: their reference re-keeps C at KC = K / CL.
+    for (int pass = 0; pass < 2; ++pass)
+        for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+            if ((mkg_schedule_cluster_k(s) > 1) != (pass == 1))
+                continue;
+            if (pass == 1)
+                ASSERT_GE(keep_cluster_k_reference(&c, s), 0) << sched_name(s) << ": no row runs KC = K / CL";
+            for (int rep = 0; rep < 3; ++rep) {
+                ASSERT_EQ(mkg_case_run(&c, s, 0, c.m), MKG_OK) << sched_name(s);
+                EXPECT_EQ(mkg_case_mismatch_vs_keep(&c, c.m), 0) << sched_name(s) << " run " << rep;
+            }
+            for (int grid : {1, 7, 66, 131, 132}) {
+                ASSERT_EQ(mkg_case_run(&c, s, grid, c.m), MKG_OK) << sched_name(s);
+                EXPECT_EQ(mkg_case_mismatch_vs_keep(&c, c.m), 0) << sched_name(s) << " grid " << grid;
+            }
         }
-        for (int grid : {1, 7, 66, 131, 132}) {
-            ASSERT_EQ(mkg_case_run(&c, s, grid, c.m), MKG_OK);
-            EXPECT_EQ(mkg_case_mismatch_vs_keep(&c, c.m), 0) << sched_name(s) << " grid " << grid;
-        }
-    }
     mkg_case_free(&c);
 }
 
@@ -569,7 +608,8 @@ TEST_F(Gpu, PdlLaunchedChainMatchesPlainLaunches)
 
 TEST_F(Gpu, NanAndInfPropagate)
 {
-    const int m = 130, n = 136, k = 256;
+    // K = 512: four 128-deep chunks, so the cluster split-K rows (a chunk per CTA) run it too.
+    const int m = 130, n = 136, k = 512;
     std::vector<float> a(m * k), b(n * k);
     srand(static_cast<unsigned>(seed_));
     for (auto &v : a)
@@ -598,7 +638,9 @@ TEST_F(Gpu, NanAndInfPropagate)
             ASSERT_EQ(mkg_case_upload(&c, ah.data(), bh.data()), MKG_OK);
             std::vector<unsigned char> host(static_cast<size_t>(m) * n * mkg_dtype_size(out));
             for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
-                ASSERT_EQ(mkg_case_run(&c, s, 0, m), MKG_OK);
+                const int ck = mkg_schedule_cluster_k(s);
+                ASSERT_EQ(mkg_case_set_kc(&c, ck > 1 ? k / ck : k), MKG_OK);
+                ASSERT_EQ(mkg_case_run(&c, s, 0, m), MKG_OK) << sched_name(s) << " " << mkg_dtype_name(in);
                 ASSERT_EQ(mkg_case_download(&c, host.data()), MKG_OK);
                 int bad = 0;
                 for (int i = 0; i < m * n && bad < 5; ++i) {
