@@ -229,7 +229,7 @@ if has ncukern; then
   for a in "${ncuk_sets[@]}"; do
     echo "#### $a" >>"$out/ncukern.txt"
     # shellcheck disable=SC2086
-    timeout 300 ncu --clock-control none -k "regex:mkg_gemm_persistent" --metrics gpu__time_duration.sum,launch__grid_size \
+    timeout "${MKG_NCUKERN_TIMEOUT:-150}" ncu --clock-control none -k "regex:mkg_gemm_persistent" --metrics gpu__time_duration.sum,launch__grid_size \
       --print-summary per-kernel "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" --dtype bf16 \
       --replays 3 --out /tmp/ncukern.json $a >>"$out/ncukern.txt" 2>&1
     say "ncu kernels rc=$? ($a)"
