@@ -248,12 +248,12 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
 }
 
 // The chunked instantiation of a row, or NULL for rows that cannot fold chunks (wgmma N >
-// MKG_CHUNKED_MAX_WN, multicast cluster rows).
-template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CL, int KH = 1>
+// MKG_CHUNKED_MAX_WN, multicast cluster rows). OT >= 0: compiled for a plain store of C as OT only.
+template <int DT, int TM, int TN, int TK, int ST, int SWAP, int CL, int KH = 1, int OT = -1>
 static const void *mkg_chunked_kernel_sm90(void)
 {
     if constexpr (mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED && (CL == 1 || SWAP))
-        return (const void *)mkg_gemm_persistent_sm90<DT, TM, TN, TK, ST, SWAP, 1, CL, 0, -1, KH>;
+        return (const void *)mkg_gemm_persistent_sm90<DT, TM, TN, TK, ST, SWAP, 1, CL, 0, OT, KH>;
     else
         return NULL;
 }

@@ -221,10 +221,11 @@ int mkg_gemm_cluster_fit(const mkg_gemm_op *op, int s)
  * the kernel compiled for only that epilogue, unless the flags ask for the generic one. */
 static int mkg_kernel_variant(const mkg_gemm_desc *d, unsigned int flags)
 {
+    const int plain = d->epilogue == MKG_EPI_STORE && !d->deps.done && d->c_type == mkg_store_type(d->a_type) &&
+                      !(flags & MKG_LAUNCH_FLAG_GENERIC_EPILOGUE);
     if (mkg_chunk_count(d->k, d->kc) > 1 || d->a_block_scales)
-        return MKG_KV_CHUNKED;
-    const int plain = d->epilogue == MKG_EPI_STORE && !d->deps.done && d->c_type == mkg_store_type(d->a_type);
-    return plain && !(flags & MKG_LAUNCH_FLAG_GENERIC_EPILOGUE) ? MKG_KV_STORE : MKG_KV_ONE;
+        return plain && !d->a_block_scales ? MKG_KV_CHUNKED_STORE : MKG_KV_CHUNKED;
+    return plain ? MKG_KV_STORE : MKG_KV_ONE;
 }
 
 mkg_status mkg_gemm_launch(const mkg_gemm_op *op, int s, int grid, cudaStream_t stream)

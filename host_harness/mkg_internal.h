@@ -18,7 +18,9 @@ extern "C" {
 #define MKG_KV_CHUNKED 1 /* GEMMs of several K chunks (rows with wgmma N <= MKG_CHUNKED_MAX_WN) */
 #define MKG_KV_STORE 2   /* one K chunk, a plain store of C in mkg_store_type(input type): only that
                             epilogue is compiled (a third of MKG_KV_ONE's code; v37 in bench/NOTES.md) */
-#define MKG_KV_COUNT 3
+#define MKG_KV_CHUNKED_STORE 3 /* several K chunks (or block scales), a plain store of C in mkg_store_type:
+                                 MKG_KV_CHUNKED compiled for only that epilogue (v61 in bench/NOTES.md) */
+#define MKG_KV_COUNT 4
 
 /* The output type of the MKG_KV_STORE kernels of input type t. */
 static inline mkg_dtype mkg_store_type(mkg_dtype t)

@@ -21,6 +21,7 @@
 // 16-bit elements: tk / 64 K sub-tiles (KH) of one 128-byte row each per stage.
 #define MKG_KERNEL_VARIANT(DT, OT, SUB, tm, tn, tk, st, swap, cl, pp)                                              \
     (v == MKG_KV_CHUNKED ? (pp ? NULL : mkg_chunked_kernel_sm90<DT, tm, tn, SUB, st, swap, cl, tk / 64>())         \
+     : v == MKG_KV_CHUNKED_STORE ? (pp ? NULL : mkg_chunked_kernel_sm90<DT, tm, tn, SUB, st, swap, cl, tk / 64, OT>()) \
      : v == MKG_KV_STORE ? mkg_one_chunk_kernel_sm90<DT, tm, tn, SUB, st, swap, cl, pp, OT, tk / 64>()              \
      : v == MKG_KV_ONE   ? mkg_one_chunk_kernel_sm90<DT, tm, tn, SUB, st, swap, cl, pp, -1, tk / 64>()              \
                          : NULL)

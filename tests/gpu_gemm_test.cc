@@ -306,18 +306,23 @@ TEST_F(Gpu, EveryOutputDtype)
 }
 
 // A plain store in the input's natural output type runs the kernel compiled for only that
-// epilogue (MKG_KV_STORE); the run-time-epilogue kernel must write the same bits, ragged
-// edges (direct stores) included, on every one-chunk row.
+// epilogue (MKG_KV_STORE, or MKG_KV_CHUNKED_STORE for a chunked K); the run-time-epilogue kernel
+// must write the same bits, ragged edges (direct stores) included, on every row, with one K chunk
+// and with several (the last shapes: KC 1024 and 512, split and cluster split-K rows included).
 TEST_F(Gpu, PlainStoreKernelMatchesGenericKernel)
 {
-    const int shapes[][3] = {{129, 1000, 4096}, {1000, 63, 64}, {65, 129, 144}, {4097, 7, 16}};
+    const int shapes[][4] = {{129, 1000, 4096, 0}, {1000, 63, 64, 0}, {65, 129, 144, 0}, {4097, 7, 16, 0},
+                             {129, 1000, 4096, 1024}, {7, 2048 + 24, 2048, 512}};
     for (mkg_dtype in : {MKG_DTYPE_BF16, MKG_DTYPE_FP16, MKG_DTYPE_FP32, MKG_DTYPE_E4M3})
         for (const auto &sh : shapes) {
             const mkg_dtype out = in == MKG_DTYPE_E4M3 ? MKG_DTYPE_BF16 : in;
             mkg_case c;
             ASSERT_EQ(mkg_case_init(&c, sh[0], sh[1], sh[2], in, out, seed_ + 17 * sh[0]), MKG_OK);
+            if (sh[3])
+                ASSERT_EQ(mkg_case_set_kc(&c, sh[3]), MKG_OK);
             ASSERT_EQ(mkg_case_reference(&c), MKG_OK);
-            const std::string where = shape_str(sh[0], sh[1], sh[2]) + " " + mkg_dtype_name(in);
+            const std::string where = shape_str(sh[0], sh[1], sh[2]) + " kc=" + std::to_string(sh[3]) + " " +
+                                      mkg_dtype_name(in);
             int runs = 0;
             for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
                 const mkg_gemm_desc d = mkg_case_desc(&c, c.m);
