@@ -98,10 +98,14 @@ if has sanitize; then
   # MKG_SANITIZE_ENVS: ';'-separated sets of environment assignments, each run under every tool
   # (e.g. "MKG_MK_OPTS=2275;MKG_MK_OPTS=18659"); default one set that changes nothing.
   IFS=';' read -r -a env_sets <<<"${MKG_SANITIZE_ENVS:-MKG_SANITIZE_DEFAULT=1}"
+  nlog=0
   for tool in ${MKG_SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
     for e in "${env_sets[@]}"; do
       for run in $(seq 1 "${MKG_SANITIZE_RUNS:-1}"); do
-        f="$out/sanitize_${tool}_${run}_$(echo "$e" | tr -c 'A-Za-z0-9' '_').log"
+        # NOTE: a running number first: the logs concatenate in run order (run 10 after run 9), and
+        # two environment sets that map to the same characters below cannot share a file.
+        nlog=$((nlog + 1))
+        f="$out/sanitize_$(printf %03d $nlog)_${tool}_${run}_$(echo "$e" | tr -c 'A-Za-z0-9' '_').log"
         echo "#### $tool run $run ($e)" >"$f"
         # shellcheck disable=SC2086
         env $e MKG_TEST_QUICK=1 timeout "${MKG_SANITIZE_TIMEOUT:-420}" compute-sanitizer --tool $tool --error-exitcode 9 \

@@ -143,6 +143,8 @@ const BadCase kBad[] = {
      MKG_ERR_BAD_BLOCK_SCALES},
     {"deps.flags: a bit that is not an MKG_DEPS_*", [](mkg_gemm_desc *d) { d->deps.flags = 8u; },
      MKG_ERR_DEPS_FLAGS},
+    {"deps.flags: a bit above the pre-stage field", [](mkg_gemm_desc *d) { d->deps.flags = 0x10000u; },
+     MKG_ERR_DEPS_FLAGS},
 };
 
 }  // namespace
@@ -173,6 +175,9 @@ TEST(Validate, ValidDescriptorPasses)
     set_block_scaled(&d);                      // FP8 block scales, kc = 128
     EXPECT_EQ(mkg_gemm_validate(&d), MKG_OK);
     d.k = d.lda = d.ldb = 64;                  // one K block, shorter than 128
+    EXPECT_EQ(mkg_gemm_validate(&d), MKG_OK);
+    d = valid_desc();                          // every known dependency flag, the pre-stage field full
+    d.deps.flags = MKG_DEPS_KNOWN;
     EXPECT_EQ(mkg_gemm_validate(&d), MKG_OK);
 }
 
