@@ -99,6 +99,8 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
     const int m = p->m;
     if constexpr (PP)
         split = 1;                                   // ping-pong rows never split K (host-checked too)
+    if constexpr (CK)
+        split = CL;                                  // one split per CTA of the cluster: rank 0's fold counts CL
     // CK: units are tiles here; each CTA of the cluster runs its rank's split of every tile.
     const int units = CK ? mkg_unit_count<TM, TN, 1, true>(p, m, 1) : mkg_unit_count<TM, TN, CL, !CH>(p, m, split);
     const int first = (int)(blockIdx.x / CL), stride = (int)(gridDim.x / CL);
@@ -197,6 +199,10 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
                 if (t < units) {
                     uu = mkg_unit_of<TM, TN, TK, 1, false, KH>(p, m, t * CL + rank, raster, group, split);
                     c = uu.c0;
+                    // NOTE: the host admits these rows only with at least CL chunks (mkg_schedule_check);
+                    // a rank without a chunk would never leave the step loop, so stop loudly instead.
+                    if (uu.c1 <= uu.c0)
+                        __trap();
                 }
                 while (t < units) {
                     mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, true, OT, KH, CL>(
@@ -241,8 +247,9 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
         MKG_PROBE(6 + 4 * wg);
         MKG_PROBE_DONE();
     }
-    // NOTE: no CTA of a cluster leaves while a peer may still multicast into its ring
-    // or arrive on its empty barriers.
+    // NOTE: no CTA of a cluster leaves while a peer may still multicast into its ring or arrive
+    // on its empty barriers (multicast rows), or still read its chunk partials or arrive on its
+    // fold barriers (cluster split-K rows).
     if constexpr (CL > 1)
         mkg_cluster_sync();
 }

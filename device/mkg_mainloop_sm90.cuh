@@ -519,8 +519,8 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
         const uint32_t s = r->slot;
         mkg_ring_wait_full(r, sm, s);
         MKG_PROBE_STAGE(2 + wg, kt - kb);
-        if (kt == kb)
-            MKG_PROBE(3 + 4 * wg);
+        if (kt == kb && c == u.c0)
+            MKG_PROBE(3 + 4 * wg);                        // the unit's first stage (not each chunk's)
         const uint32_t stage = sm->ring + s * S::STAGE_BYTES;
         mkg_wgmma_fence();
 #pragma unroll

@@ -93,8 +93,8 @@ static __device__ __forceinline__ void mkg_mbarrier_arrive_cluster(uint32_t clus
 // Arrive with a cluster-scope release: this thread's earlier shared-memory accesses (its
 // partials written, or a peer's partials read) are ordered before whatever a thread of another
 // CTA does after its cluster-scope acquire of the phase (mkg_mbarrier_wait_parity_cluster).
-// NOTE: compiles to a GPU-wide MEMBAR before the arrive (see above): once per tile of a
-// cluster split-K row, never per stage.
+// NOTE: compiles to a GPU-wide MEMBAR before the arrive (see above): per tile of a cluster
+// split-K row, once per peer thread and CL - 1 times per rank-0 thread, never per stage.
 static __device__ __forceinline__ void mkg_mbarrier_arrive_release_cluster(uint32_t cluster_bar)
 {
     asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_bar) : "memory");

@@ -38,9 +38,11 @@ int mkg_plan_kc_cluster(int n, int k, int sms)
 {
     const int tiles = mkg_ceil_div(n, MKG_PLAN_DECODE_ROWS);
     for (int chunks = 4; chunks >= 2; chunks /= 2) {
-        /* NOTE: K in exactly `chunks` chunks: a multiple of 128 that divides K, so that no rank
-         * of a cluster runs a short last chunk while the others wait for it. */
-        if (tiles * chunks > sms || k % (128 * chunks) != 0 || k / chunks < MKG_PLAN_CLUSTER_MIN_KC)
+        /* NOTE: K in exactly `chunks` chunks, so that no rank of a cluster runs a short last chunk
+         * while the others wait for it; each a multiple of 256, so that the 128-deep rows (the
+         * cluster split-K rows among them) take it in every input dtype (e4m3: an even number of
+         * 128-element stage rows per chunk, mkg_schedule_check). */
+        if (tiles * chunks > sms || k % (256 * chunks) != 0 || k / chunks < MKG_PLAN_CLUSTER_MIN_KC)
             continue;
         return k / chunks;
     }

@@ -147,15 +147,19 @@ mkg_status mkg_schedule_check(const mkg_gemm_desc *d, int s)
     const int ck = mkg_schedule_cluster_k(s);
     if (ck > 1) {
         /* Cluster split-K (shipped kernel, chunked instantiation only): every CTA of a cluster
-         * runs at least one chunk of its tile, and a peer's chunk partials (one 64 x WN fp32
-         * block per consumer warpgroup and chunk) fit in its shared memory past the ring. */
+         * runs at least one chunk of its tile, a peer's chunk partials (one 64 x WN fp32 block
+         * per consumer warpgroup and chunk) fit in its shared memory past the ring, and no
+         * megakernel dependency (wait or signal): the rows run in cluster launches only. */
         const int stage_bytes = (info->tile_m + info->tile_n) * info->tile_k * 2;
         const int free_bytes = MKG_LAUNCH_RING_BYTES + MKG_LAUNCH_EPI_BYTES - info->stages * stage_bytes;
-        if (chunks < ck || d->deps.done ||
+        if (chunks < ck || d->deps.done || d->deps.wait ||
             mkg_ceil_div(chunks, ck) * MKG_LAUNCH_CONSUMERS * 64 * mkg_schedule_wgmma_n(s) * 4 > free_bytes)
             return MKG_ERR_SCHEDULE_INELIGIBLE;
         return MKG_OK;
     }
+    /* Multicast cluster rows load A without the dependency wait (mkg_gemm_produce_rest). */
+    if (info->cluster > 1 && d->deps.wait)
+        return MKG_ERR_SCHEDULE_INELIGIBLE;
     const int needs_chunk_row = chunks > 1 || d->epilogue != MKG_EPI_STORE || d->deps.done || d->a_block_scales;
     if (needs_chunk_row && (mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || mkg_schedule_shipped_only(s)))
         return MKG_ERR_SCHEDULE_INELIGIBLE;

@@ -34,13 +34,13 @@ int mkg_plan_kc(int n, int k, int sms);
  *  that gives decode at most `sms` work units (one wave). */
 int mkg_plan_kc_decode(int n, int k, int sms);
 
-/** Smallest chunk of mkg_plan_kc_cluster: 8 (16-bit) or 16 (fp8) stages of 128 bytes deep. A
+/** Smallest chunk of mkg_plan_kc_cluster: 16 (16-bit) or 8 (fp8) stage rows of 128 bytes deep. A
  *  chunk edge costs large-M tiles a fold (~10% at KC ~ 1000 in session 3, NOTES.md). */
 #define MKG_PLAN_CLUSTER_MIN_KC 1024
 
 /** The decode chunk for the cluster split-K rows (mkg_schedules.h): K split into 4 or else 2
  *  chunks, the most for which N / MKG_PLAN_DECODE_ROWS tiles times the chunks fit one wave of
- *  `sms` CTAs and a chunk is at least MKG_PLAN_CLUSTER_MIN_KC deep (a multiple of 128); K when
+ *  `sms` CTAs and a chunk is at least MKG_PLAN_CLUSTER_MIN_KC deep (a multiple of 256); K when
  *  neither does. From N and K alone, like every KC. */
 int mkg_plan_kc_cluster(int n, int k, int sms);
 

@@ -83,6 +83,21 @@ TEST(TileOrder, EveryScheduleRowOnRaggedShapes)
                 if (mkg_schedule_cluster_k(s) > 1) {      // cluster split-K: CL CTAs per tile
                     EXPECT_EQ(mkg_schedule_units(s, m, n, 4096, 0), tiles_m * tiles_n * i->cluster) << i->name;
                     expect_each_tile_once(tiles_m, tiles_n, i->raster, i->group);
+                    // Rank r of a cluster runs split r of the tile's chunks (unit t * CL + r): for every
+                    // chunk count the row runs (>= CL), the CL splits cover each chunk once, none empty,
+                    // in increasing chunk order with the rank (rank 0's fold walks them in that order).
+                    for (int chunks = i->cluster; chunks <= 64; ++chunks) {
+                        ASSERT_EQ(mkg_split_count(i->split, chunks), i->cluster) << i->name;
+                        int next = 0;
+                        for (int r = 0; r < i->cluster; ++r) {
+                            int c0, c1;
+                            mkg_split_range(r, i->cluster, chunks, &c0, &c1);
+                            EXPECT_EQ(c0, next) << i->name << " chunks " << chunks << " rank " << r;
+                            EXPECT_GT(c1, c0) << i->name << " chunks " << chunks << " rank " << r;
+                            next = c1;
+                        }
+                        EXPECT_EQ(next, chunks) << i->name << " chunks " << chunks;
+                    }
                     continue;
                 }
                 if (i->cluster > 1) {

@@ -334,8 +334,18 @@ TEST(Validate, ClusterSplitKNeedsAChunkPerCtaAndRoomForPartials)
         d.deps.done = reinterpret_cast<unsigned int *>(0x40000);
         EXPECT_EQ(mkg_schedule_check(&d, s), MKG_ERR_SCHEDULE_INELIGIBLE) << i->name << ": not in a megakernel";
         d.deps = mkg_gemm_deps{};
+        d.deps.wait = reinterpret_cast<const unsigned int *>(0x60000);
+        EXPECT_EQ(mkg_schedule_check(&d, s), MKG_ERR_SCHEDULE_INELIGIBLE) << i->name << ": no dependency wait";
+        d.deps = mkg_gemm_deps{};
+        EXPECT_EQ(mkg_schedule_check(&d, s), MKG_OK) << i->name;
     }
     EXPECT_GE(rows, 2) << "the table has cluster split-K rows of 2 and 4 CTAs";
+    // No cluster row of either kind takes a dependency wait (the multicast rows' producer has none).
+    d.kc = 1024;
+    d.deps.wait = reinterpret_cast<const unsigned int *>(0x60000);
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s)
+        if (mkg_schedule_get(s)->cluster > 1)
+            EXPECT_EQ(mkg_schedule_check(&d, s), MKG_ERR_SCHEDULE_INELIGIBLE) << mkg_schedule_get(s)->name;
 }
 
 TEST(Validate, LaunchRejectsNullOpAndBadGrid)

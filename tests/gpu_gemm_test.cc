@@ -547,7 +547,8 @@ TEST_F(Gpu, BlockScaledE4m3AcrossSchedulesSplitsAndPrefixes)
             for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
                 const mkg_gemm_desc d = mkg_case_desc(&c, sh.m);
                 if (mkg_schedule_check(&d, s) != MKG_OK)
-                    continue;                 // rows that cannot fold chunks (wgmma N > 128, cluster, ping-pong)
+                    continue;                 // rows that cannot fold chunks (wgmma N > 128, multicast cluster,
+                                              // ping-pong) or need more chunks (cluster split-K)
                 ASSERT_EQ(mkg_case_run(&c, s, 0, sh.m), MKG_OK) << what << " " << sched_name(s);
                 mkg_err_stats e;
                 ASSERT_EQ(mkg_case_errors(&c, sh.m, &e), MKG_OK);

@@ -195,11 +195,24 @@ struct probe_case {
     const char *schedule;
     int rotate;     /* 1: rotate inputs through > 2 x L2 (as the bench); 0: one set, L2-resident */
     int dispatch;   /* 1: the one-GEMM dispatch kernel (a one-layer table per input set) */
+    int kc;         /* canonical K chunk (0: K, one chunk) */
+    int chunked;    /* 1: the chunked instantiation (CH = 1, as MKG_KV_CHUNKED_STORE), even for one chunk */
 };
 
-static const void *probe_kernel(int s)
+static const void *probe_kernel(int s, int chunked)
 {
     const mkg_schedule_info *i = mkg_schedule_get(s);
+    // The 128-deep decode row as the bench runs it: the one-chunk plain-store kernel (MKG_KV_STORE)
+    // or the chunked one compiled for the same store (MKG_KV_CHUNKED_STORE), to split the chunked
+    // kernel's extra ~2 us (v60 / v61 in bench/NOTES.md) from the cost of a chunk edge.
+    if (i->tile_m == 16 && i->tile_n == 64 && i->tile_k == 128 && i->stages == 8 && i->swap_ab && i->split == 1 &&
+        i->cluster == 1)
+        return chunked ? (const void *)mkg_probe_persistent_sm90<MKG_DTYPE_BF16, 16, 64, 64, 8, 1, 1, 1, 0,
+                                                                 MKG_DTYPE_BF16, 2>
+                       : (const void *)mkg_probe_persistent_sm90<MKG_DTYPE_BF16, 16, 64, 64, 8, 1, 0, 1, 0,
+                                                                 MKG_DTYPE_BF16, 2>;
+    if (chunked)
+        return NULL;
     if (i->tile_m == 128 && i->tile_n == 64 && i->stages == 6 && !i->swap_ab && i->cluster == 1 && !i->pingpong)
         return (const void *)mkg_probe_persistent_sm90<MKG_DTYPE_BF16, 128, 64, 64, 6, 0, 0, 1, 0>;
     if (i->tile_m == 16 && i->tile_n == 64 && i->stages == 16 && i->swap_ab)
@@ -236,7 +249,7 @@ static phase_row run_case(const probe_case *pc, cudaStream_t st)
     const int s = mkg_schedule_find(pc->schedule);
     const void *kernel = s < 0             ? NULL
                          : pc->dispatch ? (const void *)mkg_probe_dispatch_kernel<MKG_DTYPE_BF16, MKG_DTYPE_BF16>
-                                        : probe_kernel(s);
+                                        : probe_kernel(s, pc->chunked);
     if (!kernel) {
         fprintf(stderr, "launch_probe: no probe kernel for %s\n", pc->schedule);
         exit(1);
@@ -268,7 +281,7 @@ static phase_row run_case(const probe_case *pc, cudaStream_t st)
         d.a = a, d.b = b, d.c = c;
         d.lda = d.ldb = pc->k, d.ldc = pc->n;
         d.epilogue = MKG_EPI_STORE;
-        d.kc = pc->k;
+        d.kc = pc->kc ? pc->kc : pc->k;
         const mkg_status ms = mkg_gemm_encode_params(&d, &params[i]);
         if (ms != MKG_OK) {
             fprintf(stderr, "launch_probe: encode %s: %s\n", pc->name, mkg_status_string(ms));
@@ -526,6 +539,12 @@ int main(int argc, char **argv)
         {"disp_llama32_1b_o_m512", 512, 2048, 2048, "m128n64k64_s6_rn_g8", 1, 1},
         {"disp_llama32_1b_o_m1", 1, 2048, 2048, "m16n64k64_s16_swap_rn_g8", 1, 1},
         {"disp_n256s4_1024x4096x4096", 1024, 4096, 4096, "m128n256k64_s4_rn_g8", 1, 1},
+        // The chunked kernel against the one-chunk kernel on one decode row (session 26's next step).
+        {"1b_o_m1_k128_one", 1, 2048, 2048, "m16n64k128_s8_swap_rn_g8", 1, 0, 0, 0},
+        {"1b_o_m1_k128_ch1", 1, 2048, 2048, "m16n64k128_s8_swap_rn_g8", 1, 0, 2048, 1},
+        {"1b_o_m1_k128_ch2", 1, 2048, 2048, "m16n64k128_s8_swap_rn_g8", 1, 0, 1024, 1},
+        {"1b_down_m1_k128_one", 1, 2048, 8192, "m16n64k128_s8_swap_rn_g8", 1, 0, 0, 0},
+        {"1b_down_m1_k128_ch4", 1, 2048, 8192, "m16n64k128_s8_swap_rn_g8", 1, 0, 2048, 1},
     };
     const int ncases = (int)(sizeof(cases) / sizeof(cases[0]));
     phase_row rows[sizeof(cases) / sizeof(cases[0])];
