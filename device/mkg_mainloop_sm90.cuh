@@ -133,6 +133,11 @@ struct mkg_shape {
     static constexpr int K_STEPS = 128 / 32;                     // wgmma K steps of 32 bytes per row
     static constexpr uint32_t SUB_BYTES = A_BYTES + B_BYTES;     // one K sub-tile: A, then B
     static constexpr uint32_t STAGE_BYTES = KH * SUB_BYTES;      // KH sub-tiles in increasing k
+    // Rows whose stage carries little tensor work for its bytes (the decode rows: wgmma N x K sub-tiles
+    // at most 32) give a slot back as soon as its own wgmma has retired, not one stage later: they
+    // stream at the rate the ring's slots in flight allow, and the other way each consumer held one
+    // drained slot for the whole wait on the next stage's landing (v62 in bench/NOTES.md).
+    static constexpr bool EARLY_RELEASE = WN * KH <= 32;
     // Most producer threads (mkg_ring_mine) the row takes where the caller offers them: two where
     // its stage is at most 24 KB. One issuing thread lands about one stage per ~400-700 cycles
     // whatever its size, and these stages carry less tensor work than that (v57: m16n64 swap
@@ -533,9 +538,15 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
                                          (kt != kb) || (h != 0) || (kk != 0));
         }
         mkg_wgmma_commit_group();
-        // Keep one stage of wgmma in flight; the one before it has now retired,
-        // so its slot goes back to the producer.
-        if (kt > kb) {
+        if constexpr (S::EARLY_RELEASE) {
+            // This stage's wgmma retires in a few dozen cycles; its slot goes back now.
+            mkg_wgmma_wait_group<0>();
+            if (releaser)
+                mkg_ring_release<CL>(sm, s);
+            MKG_PROBE_STAGE(4 + wg, kt - kb);
+        } else if (kt > kb) {
+            // Keep one stage of wgmma in flight; the one before it has now retired,
+            // so its slot goes back to the producer.
             mkg_wgmma_wait_group<1>();
             if (releaser)
                 mkg_ring_release<CL>(sm, prev);
@@ -549,7 +560,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
     for (int i = 0; i < WN / 2; ++i)
         mkg_fence_operand(d[i]);
     MKG_PROBE(4 + 4 * wg);
-    if (releaser)
+    if (!S::EARLY_RELEASE && releaser)
         mkg_ring_release<CL>(sm, prev);
 
     constexpr int EPI_NB = XE ? S::EPI_BUFS : 2;                  // staging buffers per consumer

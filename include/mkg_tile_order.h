@@ -88,11 +88,14 @@ static MKG_HD int mkg_split_count(int split, int chunks)
     return split < 1 ? 1 : split < chunks ? split : chunks;
 }
 
-/* Chunks [*c0, *c1) of split s out of `splits` over `chunks` chunks. */
+/* Chunks [*c0, *c1) of split s out of `splits` over `chunks` chunks (0 <= s < splits <= chunks).
+ * NOTE: 32-bit unsigned arithmetic: s * chunks < splits * chunks, and both are at most K / 64 and
+ * a schedule's SPLIT (<= 16), far below 2^32; a 64-bit division is a software routine on the GPU
+ * (two of them sat on the chunked kernels' path to their first load). */
 static MKG_HD void mkg_split_range(int s, int splits, int chunks, int *c0, int *c1)
 {
-    *c0 = (int)((long long)s * chunks / splits);
-    *c1 = (int)((long long)(s + 1) * chunks / splits);
+    *c0 = (int)((unsigned)s * (unsigned)chunks / (unsigned)splits);
+    *c1 = (int)((unsigned)(s + 1) * (unsigned)chunks / (unsigned)splits);
 }
 
 #ifdef __cplusplus
