@@ -133,11 +133,6 @@ struct mkg_shape {
     static constexpr int K_STEPS = 128 / 32;                     // wgmma K steps of 32 bytes per row
     static constexpr uint32_t SUB_BYTES = A_BYTES + B_BYTES;     // one K sub-tile: A, then B
     static constexpr uint32_t STAGE_BYTES = KH * SUB_BYTES;      // KH sub-tiles in increasing k
-    // Rows whose stage carries little tensor work for its bytes (the decode rows: wgmma N x K sub-tiles
-    // at most 32) give a slot back as soon as its own wgmma has retired, not one stage later: they
-    // stream at the rate the ring's slots in flight allow, and the other way each consumer held one
-    // drained slot for the whole wait on the next stage's landing (v62 in bench/NOTES.md).
-    static constexpr bool EARLY_RELEASE = WN * KH <= 32;
     // Most producer threads (mkg_ring_mine) the row takes where the caller offers them: two where
     // its stage is at most 24 KB. One issuing thread lands about one stage per ~400-700 cycles
     // whatever its size, and these stages carry less tensor work than that (v57: m16n64 swap
@@ -197,8 +192,15 @@ static __device__ __forceinline__ mkg_unit mkg_unit_of(const mkg_gemm_params *p,
     }
     u.chunks = mkg_chunk_count(p->k, p->kc);
     u.splits = CL > 1 ? 1 : mkg_split_count(split, u.chunks);
-    u.tile = unit / u.splits;
-    mkg_split_range(unit - u.tile * u.splits, u.splits, u.chunks, &u.c0, &u.c1);
+    if (u.splits == 1) {
+        // An unsplit unit is its tile and runs every chunk: no division on this path.
+        u.tile = unit;
+        u.c0 = 0;
+        u.c1 = u.chunks;
+    } else {
+        u.tile = unit / u.splits;
+        mkg_split_range(unit - u.tile * u.splits, u.splits, u.chunks, &u.c0, &u.c1);
+    }
     u.kct = mkg_chunk_ktiles(p->k, p->kc, TK * KH);
     u.kt = mkg_ceil_div(p->k, TK * KH);
     u.t = mkg_tile_of_cluster_unit(u.tile, (int)rank, CL, mkg_ceil_div(m, TM), mkg_ceil_div(p->n, TN), raster,
@@ -538,15 +540,9 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
                                          (kt != kb) || (h != 0) || (kk != 0));
         }
         mkg_wgmma_commit_group();
-        if constexpr (S::EARLY_RELEASE) {
-            // This stage's wgmma retires in a few dozen cycles; its slot goes back now.
-            mkg_wgmma_wait_group<0>();
-            if (releaser)
-                mkg_ring_release<CL>(sm, s);
-            MKG_PROBE_STAGE(4 + wg, kt - kb);
-        } else if (kt > kb) {
-            // Keep one stage of wgmma in flight; the one before it has now retired,
-            // so its slot goes back to the producer.
+        // Keep one stage of wgmma in flight; the one before it has now retired,
+        // so its slot goes back to the producer.
+        if (kt > kb) {
             mkg_wgmma_wait_group<1>();
             if (releaser)
                 mkg_ring_release<CL>(sm, prev);
@@ -560,7 +556,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
     for (int i = 0; i < WN / 2; ++i)
         mkg_fence_operand(d[i]);
     MKG_PROBE(4 + 4 * wg);
-    if (!S::EARLY_RELEASE && releaser)
+    if (releaser)
         mkg_ring_release<CL>(sm, prev);
 
     constexpr int EPI_NB = XE ? S::EPI_BUFS : 2;                  // staging buffers per consumer
