@@ -57,7 +57,8 @@ static_assert(sizeof(mkg_gemm_params) + 3 * sizeof(int) <= 4096,
                   #name ": cluster rows multicast a B box of TN / CL rows (a box class), no swap, no " \
                         "split; or split K over the cluster (swap, SPLIT = CL, a chunk-folding row)"); \
     static_assert(pp == 0 || (tm == 128 && !swap && split == 1 && cl == 1),                           \
-                  #name ": ping-pong rows are 128-row tiles, no swap, no split, no cluster");
+                  #name ": ping-pong rows are 128-row tiles, no swap, no split, no cluster");          \
+    static_assert(split >= 1 && split <= MKG_MAX_SPLIT, #name ": mkg_div_split divides by 2 .. 16");
 MKG_SCHEDULE_LIST(MKG_X_CHECK)
 #undef MKG_X_CHECK
 

@@ -99,6 +99,7 @@ mkg_status mkg_gemm_encode_params(const mkg_gemm_desc *d, mkg_gemm_params *out)
     out->ld_aux = d->ld_aux;
     out->deps = d->deps;
     out->kc = d->kc;
+    out->chunks = mkg_chunk_count(d->k, d->kc);
     out->alpha = d->a_type == MKG_DTYPE_E4M3 ? d->a_scale * d->b_scale : 1.0f;
     out->a_bscales = d->a_block_scales;
     out->ld_a_bscales = d->ld_a_block_scales;

@@ -118,6 +118,8 @@ typedef struct mkg_gemm_params {
     long long ld_aux;
     mkg_gemm_deps deps;
     int kc;                                 /* canonical K chunk (see mkg_chunk_count) */
+    int chunks;                             /* mkg_chunk_count(k, kc), so that device code divides by no
+                                               run-time value to find a unit's chunks (v64) */
     unsigned int *counters;                 /* split-K: arrivals per (tile, consumer), kept at 0 */
     float *partials;                        /* split-K: per (tile, chunk, consumer) FP32 partials */
     float alpha;                            /* fp8 inputs: a_scale * b_scale (1 otherwise) */
