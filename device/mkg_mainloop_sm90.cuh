@@ -160,25 +160,6 @@ struct mkg_shape {
     static_assert(MKG_LAUNCH_CONSUMERS == 2, "the warpgroup split assumes two consumers");
 };
 
-// n / d for 0 <= n < 2^27 and 2 <= d <= MKG_MAX_SPLIT, without a division instruction: the high word
-// of n * ceil(2^32 / d) is exact for n < 2^32 / d. NOTE: a division of a register by a register is a
-// MUFU-based sequence of the vector pipe, so its result, and every loop bounded by it, leaves the
-// uniform datapath: the chunked kernel's K loop then kept its ring slot and parity in vector
-// registers and rebuilt each wgmma descriptor through R2UR, ~20% more cycles per stage than the
-// one-chunk kernel's loop (v63's probe; v64 in bench/NOTES.md). With d uniform the multiplier is a
-// uniform select and the multiply-high a uniform IMAD.
-#define MKG_MAX_SPLIT 16
-static __device__ __forceinline__ int mkg_div_split(int n, int d)
-{
-#define MKG_M(x) (0xFFFFFFFFu / (x) + 1u)
-    const unsigned int mul = d == 2 ? MKG_M(2) : d == 3 ? MKG_M(3) : d == 4 ? MKG_M(4) : d == 5 ? MKG_M(5)
-                           : d == 6 ? MKG_M(6) : d == 7 ? MKG_M(7) : d == 8 ? MKG_M(8) : d == 9 ? MKG_M(9)
-                           : d == 10 ? MKG_M(10) : d == 11 ? MKG_M(11) : d == 12 ? MKG_M(12)
-                           : d == 13 ? MKG_M(13) : d == 14 ? MKG_M(14) : d == 15 ? MKG_M(15) : MKG_M(16);
-#undef MKG_M
-    return (int)__umulhi((unsigned int)n, mul);
-}
-
 // Where one unit sits: its tile, and the chunks and K tiles it covers.
 typedef struct mkg_unit {
     mkg_tile t;
@@ -210,8 +191,12 @@ static __device__ __forceinline__ mkg_unit mkg_unit_of(const mkg_gemm_params *p,
         return u;
     }
     // NOTE: the chunk count comes from the host and the split arithmetic divides by multiplying
-    // (mkg_div_split): the unit's chunk range and K-tile bounds are then uniform values, and so is
-    // the control of every K loop over them (see mkg_div_split). Same ranges as mkg_split_range.
+    // (mkg_div_split). A division of a register by a register is a MUFU-based sequence of the vector
+    // pipe, so its result, and every loop bounded by it, leaves the uniform datapath: the chunked
+    // kernel's K loop then kept its ring slot and parity in vector registers and rebuilt each wgmma
+    // descriptor through R2UR, ~20% more cycles per stage than the one-chunk kernel's loop (v63's
+    // probe, v64 in bench/NOTES.md). Now the unit's chunk range and K-tile bounds come from kernel
+    // parameters, blockIdx and gridDim by uniform operations. Same ranges as mkg_split_range.
     u.chunks = p->chunks;
     u.splits = CL > 1 ? 1 : mkg_split_count(split, u.chunks);
     if (u.splits == 1) {

@@ -98,6 +98,23 @@ static MKG_HD void mkg_split_range(int s, int splits, int chunks, int *c0, int *
     *c1 = (int)((unsigned)(s + 1) * (unsigned)chunks / (unsigned)splits);
 }
 
+/* n / d for 0 <= n < 2^27 and 2 <= d <= MKG_MAX_SPLIT, without a division: the high word of
+ * n * ceil(2^32 / d) is exact for n < 2^32 / d (n / d + n e / 2^32 with 0 <= e < 1 stays below the
+ * next integer). Device code divides work units and chunks by a split count this way (a
+ * multiply-high of uniform values stays on the uniform datapath; mkg_unit_of); a CPU test checks
+ * it against the division. */
+#define MKG_MAX_SPLIT 16
+static MKG_HD int mkg_div_split(int n, int d)
+{
+#define MKG_M(x) (0xFFFFFFFFu / (x) + 1u)
+    const unsigned int mul = d == 2 ? MKG_M(2) : d == 3 ? MKG_M(3) : d == 4 ? MKG_M(4) : d == 5 ? MKG_M(5)
+                           : d == 6 ? MKG_M(6) : d == 7 ? MKG_M(7) : d == 8 ? MKG_M(8) : d == 9 ? MKG_M(9)
+                           : d == 10 ? MKG_M(10) : d == 11 ? MKG_M(11) : d == 12 ? MKG_M(12)
+                           : d == 13 ? MKG_M(13) : d == 14 ? MKG_M(14) : d == 15 ? MKG_M(15) : MKG_M(16);
+#undef MKG_M
+    return (int)(((unsigned long long)(unsigned int)n * mul) >> 32);
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -183,6 +183,19 @@ TEST(ChunkSplit, EveryKCoveredExactlyOnceForEverySplit)
             }
 }
 
+TEST(ChunkSplit, MultiplyHighDivisionMatchesDivision)
+{
+    // mkg_div_split replaces n / d (d = 2 .. MKG_MAX_SPLIT) on the device: every n below 2^21 (units of
+    // a grid, split index times chunks), then samples up to its stated bound 2^27.
+    for (int d = 2; d <= MKG_MAX_SPLIT; ++d) {
+        for (int n = 0; n < (1 << 21); ++n)
+            ASSERT_EQ(mkg_div_split(n, d), n / d) << "n=" << n << " d=" << d;
+        for (int n = (1 << 21); n < (1 << 27); n += 4093)
+            ASSERT_EQ(mkg_div_split(n, d), n / d) << "n=" << n << " d=" << d;
+        ASSERT_EQ(mkg_div_split((1 << 27) - 1, d), ((1 << 27) - 1) / d);
+    }
+}
+
 TEST(ChunkSplit, UnitsCountTilesTimesSplits)
 {
     for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
