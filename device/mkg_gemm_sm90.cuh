@@ -168,7 +168,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
         }
     } else {
         mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
-        const int wg = threadIdx.x / 128 - 1;
+        const int wg = mkg_warp_uniform((int)threadIdx.x / 128) - 1;   // uniform: see mkg_warp_uniform
         if constexpr (PP) {
             // Unit i of this CTA runs on warpgroup i & 1; see mkg_gemm_consume_pp for the hand-off
             // (warpgroup w waits on barrier BAR_PP + w; every arrive has its matching wait).

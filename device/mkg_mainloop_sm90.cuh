@@ -451,7 +451,7 @@ static __device__ __forceinline__ bool mkg_split_arrive_last(const mkg_gemm_para
         mkg_st_shared_b32(sm->flag + 4u * wg, last ? 1u : 0u);
     }
     mkg_bar_sync(bar, 128);
-    const bool last = mkg_ld_shared_b32(sm->flag + 4u * wg) != 0;
+    const bool last = mkg_warp_uniform((int)mkg_ld_shared_b32(sm->flag + 4u * wg)) != 0;   // a uniform branch
     if (last)
         __threadfence();                               // order the partial reads after the count
     return last;

@@ -275,6 +275,18 @@ static __device__ __forceinline__ uint32_t mkg_ld_shared_b32(uint32_t addr)
     return v;
 }
 
+// A value that every lane of the warp already holds, returned as lane 0's copy through a
+// shuffle, which ptxas knows to be warp-uniform. What derives from it (a warpgroup's operand
+// rows, and every branch on it) can then stay on the uniform datapath. A value computed from
+// threadIdx or loaded from shared memory is per-lane as far as ptxas can tell: a branch on it
+// is treated as divergent, the loops after it keep their ring slot and parity in vector
+// registers, and every wgmma descriptor built from them crosses over through R2UR (v65 in
+// bench/NOTES.md). All 32 lanes must execute it.
+static __device__ __forceinline__ int mkg_warp_uniform(int v)
+{
+    return __shfl_sync(0xffffffffu, v, 0);
+}
+
 // ---- global vector access for split-K partials ---------------------------------------
 
 static __device__ __forceinline__ void mkg_st_global_v4(float *p, float a, float b, float c, float d)

@@ -283,7 +283,7 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
         }
     } else {
         mkg_setmaxnreg_inc<MKG_MK_CONSUMER_REGS>();
-        const int wg = threadIdx.x / 128 - 1, tid = threadIdx.x - 128;
+        const int wg = mkg_warp_uniform((int)threadIdx.x / 128) - 1, tid = threadIdx.x - 128;
         unsigned char *scratch = mkg_dyn_smem + (sm.epi - mkg_smem_addr(mkg_dyn_smem));
         int base = 0, stamps = 0;
 #ifdef MKG_MK_PHASES
