@@ -230,12 +230,19 @@ static __device__ __forceinline__ int mkg_dispatch_begin_slot(const mkg_layer_de
                                                               const mkg_smem *sm, int producer,
                                                               const mkg_gemm_params **p, int *m, int *units)
 {
-    const int s = slot->s;
+    int s = slot->s;
+    *m = slot->m;
+    *units = slot->units;
+    if (!producer) {
+        // Consumer warps (whole warps; producers are single lanes): read from shared memory, these
+        // are per-lane to ptxas; made uniform, the loops they bound stay on the uniform datapath.
+        s = mkg_warp_uniform(s);
+        *m = mkg_warp_uniform(*m);
+        *units = mkg_warp_uniform(*units);
+    }
     if (s < 0)
         return -1;
     *p = &rows[layer].params;
-    *m = slot->m;
-    *units = slot->units;
     mkg_ring_switch(r, sm, s, producer);
     return s;
 }
@@ -283,12 +290,19 @@ static __device__ __forceinline__ int mkg_dispatch_begin(const mkg_layer_dev *ro
                                                          const mkg_smem *sm, int producer,
                                                          const mkg_gemm_params **p, int *m, int *units)
 {
-    const int s = mkg_dispatch_pick<DT, CHUNKS, OT>(rows, count, m_cur, layer, err, m);
+    int s = mkg_dispatch_pick<DT, CHUNKS, OT>(rows, count, m_cur, layer, err, m);
+    if (!producer) {
+        // Consumer warps: the pick's loads are per-lane to ptxas (see mkg_dispatch_begin_slot).
+        s = mkg_warp_uniform(s);
+        *m = mkg_warp_uniform(*m);
+    }
     if (s < 0)
         return -1;
     *p = &rows[layer].params;
     mkg_ring_switch(r, sm, s, producer);
     *units = mkg_dispatch_units<!CHUNKS>(*p, s, *m);
+    if (!producer)
+        *units = mkg_warp_uniform(*units);
     return s;
 }
 
@@ -416,17 +430,27 @@ static __device__ __forceinline__ void mkg_dispatch_consume_loop(const mkg_gemm_
 #pragma unroll
     for (int i = 0; i < H; ++i)
         d[i] = tot[i] = 0.0f;
+    // The loop's bounds uniform to ptxas (mkg_warp_uniform): its exit is then not a divergent one,
+    // and the ring state it carries stays in uniform registers.
+    u = mkg_warp_uniform(u);
+    units = mkg_warp_uniform(units);
     int c = 0, c_end = 0;
-    if (u < units)
+    if (u < units) {
         mkg_unit_chunk_range(p, u, SPLIT, &c, &c_end);
+        c = mkg_warp_uniform(c);
+        c_end = mkg_warp_uniform(c_end);
+    }
     while (u < units) {
         mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, false, -1, KH>(p, m, u, c, raster, group, SPLIT, r,
                                                                               sm, wg, d, tot);
         if (++c == c_end) {
             on_unit(u);
             u += stride;
-            if (u < units)
+            if (u < units) {
                 mkg_unit_chunk_range(p, u, SPLIT, &c, &c_end);
+                c = mkg_warp_uniform(c);
+                c_end = mkg_warp_uniform(c_end);
+            }
         }
     }
 }

@@ -499,9 +499,21 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
     constexpr int WN = S::WN;
     static_assert(CL == 1 || ONE, "cluster rows run one chunk per unit");
     static_assert(TK * mkg_dtype_bytes<DT>() == 128, "a stage row is 128 bytes of the input dtype");
-    const mkg_unit u = pu ? *pu
-                          : mkg_unit_of<TM, TN, TK, CL, ONE, KH>(p, m, unit, raster, group, split,
-                                                        CL > 1 ? mkg_cluster_ctarank() : 0u);
+    mkg_unit u = pu ? *pu
+                    : mkg_unit_of<TM, TN, TK, CL, ONE, KH>(p, m, unit, raster, group, split,
+                                                  CL > 1 ? mkg_cluster_ctarank() : 0u);
+    if constexpr (!XE) {
+        // Callers without XE (the dispatch kernels, megakernels) read p from global memory, so
+        // the unit's chunk and K-tile counts are per-lane values to ptxas, and the K loop bounded
+        // by them would carry the ring's slot and parity in vector registers (mkg_warp_uniform).
+        // The shipped kernel's p is a kernel parameter: uniform already.
+        u.splits = mkg_warp_uniform(u.splits);
+        u.chunks = mkg_warp_uniform(u.chunks);
+        u.c0 = mkg_warp_uniform(u.c0);
+        u.c1 = mkg_warp_uniform(u.c1);
+        u.kct = mkg_warp_uniform(u.kct);
+        u.kt = mkg_warp_uniform(u.kt);
+    }
     const uint32_t x_row = S::P == 128 ? 64u * wg : 0u;          // this warpgroup's X rows
     const uint32_t y_row = S::P == 128 ? 0u : (uint32_t)(WN * wg); // this warpgroup's Y rows
     const bool releaser = (threadIdx.x & 127) == 0;

@@ -293,7 +293,7 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
         for (int o = 0; o < a.ops_run; ++o) {
             const mkg_mk_op op = a.ops[o];
             int items;
-            if (op.kind == MKG_MK_GEMM) {
+            if (mkg_warp_uniform(op.kind) == MKG_MK_GEMM) {   // uniform: see mkg_warp_uniform
                 const mkg_gemm_params *p;
                 int m, units;
                 const int s = mkg_dispatch_begin<MKG_DTYPE_BF16, 1>(a.rows, a.row_count, a.m_cur, op.table_row,
@@ -322,7 +322,7 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                     mkg_dispatch_consume_units<MKG_DTYPE_BF16>(p, s, m, mkg_mk_first(base), grid, items, &ring, &sm,
                                                                wg, on_unit);
             } else {
-                items = mkg_mk_items(&op, &a.cfg, a.m, a.prefill, a.attn_split);
+                items = mkg_warp_uniform(mkg_mk_items(&op, &a.cfg, a.m, a.prefill, a.attn_split));
                 for (int i = mkg_mk_first(base); i < items; i += grid) {
                     const uint64_t t0 = a.timeline ? mkg_globaltimer() : 0;
                     mkg_mk_run_item(&a, o, &op, i, scratch, tid, items <= grid);

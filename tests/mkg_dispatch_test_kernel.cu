@@ -50,7 +50,7 @@ mkg_dispatch_test_kernel(const mkg_layer_dev *__restrict__ rows, int count, cons
         }
     } else {
         mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
-        const int wg = threadIdx.x / 128 - 1;
+        const int wg = mkg_warp_uniform((int)threadIdx.x / 128) - 1;
         for (int i = 0; i < steps; ++i) {
             const mkg_gemm_params *p;
             int m, units;
