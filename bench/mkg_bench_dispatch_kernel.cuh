@@ -55,8 +55,8 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
         mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
         const int wg = mkg_warp_uniform((int)threadIdx.x / 128) - 1;
         const int s = mkg_dispatch_begin_slot(rows, layer, &slot, &ring, &sm, 0, &p, &m, &units);
-        for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
-            mkg_dispatch_consume<DT, OT>(p, s, m, u, &ring, &sm, wg);
+        if (s >= 0)
+            mkg_dispatch_consume_units_one<DT, OT>(p, s, m, (int)blockIdx.x, (int)gridDim.x, units, &ring, &sm, wg);
         MKG_PROBE(5 + 4 * wg);
         mkg_epilogue_drain();
         MKG_PROBE(6 + 4 * wg);

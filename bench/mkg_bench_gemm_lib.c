@@ -428,7 +428,7 @@ static void mkg_bench_table_expect(const mkg_bench_problem *p, const mkg_table *
 static void mkg_bench_tables_create(const mkg_bench_cfg *cfg, mkg_bench_problem *p, const mkg_layer_plan *tuned,
                                     mkg_bench_row *row)
 {
-    /* NOTE: the bench's dispatch kernel runs one-chunk layers only (mkg_dispatch_consume); a
+    /* NOTE: the bench's dispatch kernel runs one-chunk layers only (mkg_dispatch_consume_units_one); a
      * chunked layer (--kc-policy decode) set its error word and stopped the run before. */
     if (p->dt == MKG_DTYPE_FP32 || p->dt == MKG_DTYPE_E4M3 || !mkg_bench_dispatch_available() ||
         mkg_chunk_count(p->k, p->kc) > 1) {

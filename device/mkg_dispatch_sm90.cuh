@@ -28,32 +28,34 @@ static __device__ __forceinline__ int mkg_dispatch_fail(unsigned int *err, int l
     return -1;
 }
 
-// 1 if schedule s folds K chunks (wgmma N <= MKG_CHUNKED_MAX_WN): callers with a chunk
-// step loop (the megakernel) run those rows only.
+// 1 if schedule s folds K chunks (wgmma N <= MKG_CHUNKED_MAX_WN, cooperative consumers): callers
+// with a chunk step loop (the megakernel) run those rows only.
 static __device__ __forceinline__ int mkg_dispatch_chunk_capable(int s)
 {
     switch (s) {
 #define MKG_X_CAPABLE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) \
-    case MKG_SCHED_##name: return mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap, tk / 64>::CHUNKED;
+    case MKG_SCHED_##name: return mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap, tk / 64>::CHUNKED && !pp;
         MKG_SCHEDULE_LIST(MKG_X_CAPABLE)
 #undef MKG_X_CAPABLE
     default: return 0;
     }
 }
 
-// Rows the dispatcher runs: rows that need a cluster launch (CL > 1) or the shipped kernel's
-// ping-pong consumers are shipped-kernel only (mkg_schedule_shipped_only). The planner never
-// puts them in a table
-// (mkg_plan_eligible) and the switches below compile no code for them.
+// Rows the dispatcher runs: rows that need a cluster launch (CL > 1) are shipped-kernel only
+// (mkg_schedule_shipped_only). The planner never puts them in a table (mkg_plan_eligible) and
+// the switches below compile no code for them. Ping-pong rows (PP) run one K chunk with a plain
+// store, in callers of the one-chunk consumer loop (mkg_dispatch_consume_units_one) only: the
+// chunk step switches and the dependency-waiting producer (megakernels) compile none of them,
+// and a CHUNKS = 1 pick refuses them (mkg_dispatch_chunk_capable).
 // MKG_DISPATCH_ONLY_SHAPE (an experiment knob, -1 by default): compile only the rows whose
 // TM * 100000 + TN * 100 + ST equals it, to measure what the size of the switch costs a
 // launch (v17 in bench/NOTES.md). The others then read as rows the dispatcher does not run.
 #ifndef MKG_DISPATCH_ONLY_SHAPE
 #define MKG_DISPATCH_ONLY_SHAPE -1
 #endif
-static constexpr bool mkg_dispatch_row(int cl, int pp, int tm = 0, int tn = 0, int st = 0)
+static constexpr bool mkg_dispatch_row(int cl, int /* pp */, int tm = 0, int tn = 0, int st = 0)
 {
-    return cl == 1 && !pp &&
+    return cl == 1 &&
            (MKG_DISPATCH_ONLY_SHAPE < 0 || tm * 100000 + tn * 100 + st == MKG_DISPATCH_ONLY_SHAPE);
 }
 
@@ -70,7 +72,7 @@ static __device__ __forceinline__ int mkg_dispatch_runs(int s)
 }
 
 // Schedule of `layer` at its current M (stored in *m), or -1 after recording why not.
-// CHUNKS = 0: the caller runs one-chunk layers (mkg_dispatch_consume); CHUNKS = 1: it
+// CHUNKS = 0: the caller runs one-chunk layers (mkg_dispatch_consume_units_one); CHUNKS = 1: it
 // steps through chunks (mkg_dispatch_consume_step) and runs chunk-capable rows only.
 // OT >= 0: the caller's consumers store C as OT with a plain store (see the file comment).
 template <int DT, int CHUNKS = 0, int OT = -1>
@@ -332,7 +334,7 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
         switch (s) {
 #define MKG_X_B_FIRST(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                       \
     case MKG_SCHED_##name:                                                                     \
-        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st))                                    \
+        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st) && !pp)                             \
             pre = mkg_gemm_produce_b_first<tm, tn, MKG_DISPATCH_TK, st, swap, ONE, tk / 64, NP>( \
                 p, m, unit, raster, group, split, r, sm, &row0, &row1);                        \
         break;
@@ -356,7 +358,7 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
     switch (s) {
 #define MKG_X_PRODUCE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                       \
     case MKG_SCHED_##name:                                                                     \
-        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st)) {                                  \
+        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st) && !(DEPS && pp)) {                 \
             constexpr int RP = mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap, tk / 64>::PRODUCERS; \
             constexpr int NPR = PER_ROW && RP < NP ? RP : NP;                                  \
             if (PER_ROW && mkg_producer_rank<NP>() >= NPR)                                     \
@@ -371,21 +373,41 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
     }
 }
 
-// Consumer warpgroup wg: wgmma mainloop and epilogue of one unit of schedule s (a layer of
-// one K chunk). OT >= 0: C is of type OT with a plain store (the pick checked it), and only
-// that epilogue is compiled.
+// Consumer warpgroup wg, a layer of one K chunk (a CHUNKS = 0 pick): this CTA's units first,
+// first + stride, ... < units of schedule s, each with its epilogue. Cooperative rows split each
+// unit between the two consumer warpgroups; ping-pong rows run alternate units on alternate
+// warpgroups (mkg_gemm_consume_pp_units: named barriers MKG_LAUNCH_BAR_PP and the next, which the
+// caller must leave free). The loop sits inside the switch, so only the picked row's
+// accumulators are live in it. OT >= 0: C is of type OT with a plain store (the pick checked
+// it), and only that epilogue is compiled. first, stride and units: warp-uniform values
+// (blockIdx, gridDim, mkg_dispatch_begin*), so that the loops stay on the uniform datapath.
+template <int DT, int TM, int TN, int KH, int ST, int SWAP, int SPLIT, int PP, int OT>
+static __device__ __forceinline__ void mkg_dispatch_one_loop(const mkg_gemm_params *p, int m, int first, int stride,
+                                                             int units, int raster, int group, mkg_ring *r,
+                                                             const mkg_smem *sm, int wg)
+{
+    if constexpr (PP) {
+        mkg_gemm_consume_pp_units<DT, TM, TN, MKG_DISPATCH_TK, ST, OT, false>(p, m, first, stride, units, raster,
+                                                                             group, r, sm, wg);
+    } else {
+        float d[mkg_shape<TM, TN, MKG_DISPATCH_TK, ST, SWAP>::WN / 2], tot[1];
+        for (int u = first; u < units; u += stride)
+            mkg_gemm_consume_step<DT, TM, TN, MKG_DISPATCH_TK, ST, SWAP, true, 1, false, OT, KH>(
+                p, m, u, 0, raster, group, SPLIT, r, sm, wg, d, tot);
+    }
+}
+
 template <int DT, int OT = -1>
-static __device__ __forceinline__ void mkg_dispatch_consume(const mkg_gemm_params *p, int s, int m, int unit,
-                                                            mkg_ring *r, const mkg_smem *sm, int wg)
+static __device__ __forceinline__ void mkg_dispatch_consume_units_one(const mkg_gemm_params *p, int s, int m,
+                                                                      int first, int stride, int units, mkg_ring *r,
+                                                                      const mkg_smem *sm, int wg)
 {
     switch (s) {
-#define MKG_X_CONSUME(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                    \
-    case MKG_SCHED_##name:                                                                                  \
-        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st)) {                                          \
-            float d[mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap>::WN / 2], tot[1];                         \
-            mkg_gemm_consume_step<DT, tm, tn, MKG_DISPATCH_TK, st, swap, true, 1, false, OT, tk / 64>(       \
-                p, m, unit, 0, raster, group, split, r, sm, wg, d, tot);                                    \
-        }                                                                                                   \
+#define MKG_X_CONSUME(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                               \
+    case MKG_SCHED_##name:                                                                             \
+        if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st))                                             \
+            mkg_dispatch_one_loop<DT, tm, tn, tk / 64, st, swap, split, pp, OT>(p, m, first, stride, units, \
+                                                                              raster, group, r, sm, wg);  \
         break;
         MKG_SCHEDULE_LIST(MKG_X_CONSUME)
 #undef MKG_X_CONSUME
@@ -404,7 +426,8 @@ static __device__ __forceinline__ void mkg_dispatch_consume_step(const mkg_gemm_
     switch (s) {
 #define MKG_X_STEP(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                            \
     case MKG_SCHED_##name:                                                                                       \
-        if constexpr (mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap>::CHUNKED && mkg_dispatch_row(cl, pp, tm, tn, st)) \
+        if constexpr (mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap>::CHUNKED && mkg_dispatch_row(cl, pp, tm, tn, st) && \
+                      !pp)                                                                                       \
             mkg_gemm_consume_step<DT, tm, tn, MKG_DISPATCH_TK, st, swap, false, 1, false, -1, tk / 64>(           \
                 p, m, unit, c, raster, group, split, r, sm, wg, d, tot);                                        \
         break;
@@ -463,7 +486,8 @@ static __device__ __forceinline__ void mkg_dispatch_consume_units(const mkg_gemm
     switch (s) {
 #define MKG_X_LOOP(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                       \
     case MKG_SCHED_##name:                                                                                  \
-        if constexpr (mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap>::CHUNKED && mkg_dispatch_row(cl, pp, tm, tn, st)) \
+        if constexpr (mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap>::CHUNKED && mkg_dispatch_row(cl, pp, tm, tn, st) && \
+                      !pp)                                                                                       \
             mkg_dispatch_consume_loop<DT, tm, tn, MKG_DISPATCH_TK, st, swap, split, tk / 64>(                     \
                 p, m, u0, stride, units, raster, group, r, sm, wg, on_unit);                                    \
         break;

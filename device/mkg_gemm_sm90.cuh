@@ -170,20 +170,9 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
         mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
         const int wg = mkg_warp_uniform((int)threadIdx.x / 128) - 1;   // uniform: see mkg_warp_uniform
         if constexpr (PP) {
-            // Unit i of this CTA runs on warpgroup i & 1; see mkg_gemm_consume_pp for the hand-off
-            // (warpgroup w waits on barrier BAR_PP + w; every arrive has its matching wait).
-            float dp[TN];                                // (128, TN): two (64, TN) halves
-            const int mine = first < units ? (units - first + stride - 1) / stride : 0;
-            int i = 0;
-            for (int u = first; u < units; u += stride, ++i) {
-                if ((i & 1) == wg) {
-                    mkg_gemm_consume_pp<DT, TM, TN, TK, ST, OT>(
-                        p, m, u, raster, group, &ring, &sm, wg, dp, i > 0 ? MKG_LAUNCH_BAR_PP + wg : -1,
-                        i + 1 < mine ? MKG_LAUNCH_BAR_PP + (1 - wg) : -1);
-                } else {
-                    mkg_gemm_skip_pp<TK, ST>(p, &ring);
-                }
-            }
+            // Unit i of this CTA runs on warpgroup i & 1; see mkg_gemm_consume_pp for the hand-off.
+            mkg_gemm_consume_pp_units<DT, TM, TN, TK, ST, OT>(p, m, first, stride, units, raster, group, &ring, &sm,
+                                                              wg);
         } else {
             float d[S::WN / 2];                          // (64, WN) chunk accumulators
             float tot[CH ? S::WN / 2 : 1];               // chunk fold

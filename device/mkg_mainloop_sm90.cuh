@@ -695,7 +695,11 @@ static __device__ __forceinline__ int mkg_pp_ktiles(const mkg_gemm_params *p)
 // full-barrier wait, so the next warpgroup's first wgmma queue behind this unit's last two
 // stages. Signalled after the loop's last wait_group, the tensor pipe drained at every tile
 // edge: measured +1.2% at 8192^3 bf16, +3% on K = 2048 rows, +2-6% in e4m3 (bench/NOTES.md).
-template <int DT, int TM, int TN, int TK, int ST, int OT = -1>
+// XE: the shipped kernel (params in kernel parameter space; C staged past this row's ring,
+// mkg_shape::EPI_BUFS buffers). Otherwise a dispatcher's call (params in global memory, C staged
+// in the launch-wide epilogue area, two buffers per warpgroup): the unit's K tile count is then
+// made warp-uniform (mkg_warp_uniform), so that the K loop it bounds stays on the uniform datapath.
+template <int DT, int TM, int TN, int TK, int ST, int OT = -1, bool XE = true>
 static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params *p, int m, int unit, int raster,
                                                            int group, mkg_ring *r, const mkg_smem *sm, int wg,
                                                            float *d, int wait, int signal)
@@ -706,7 +710,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
     static_assert(TK * mkg_dtype_bytes<DT>() == 128, "a stage row is 128 bytes of the input dtype");
     const mkg_unit u = mkg_unit_of<TM, TN, TK, 1, true>(p, m, unit, raster, group, 1);   // one chunk
     const bool releaser = (threadIdx.x & 127) == 0;
-    const int ke = mkg_pp_ktiles<TK>(p);
+    const int ke = XE ? mkg_pp_ktiles<TK>(p) : mkg_warp_uniform(mkg_pp_ktiles<TK>(p));
 #pragma unroll
     for (int i = 0; i < TN; ++i)
         d[i] = 0.0f;
@@ -750,18 +754,43 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp(const mkg_gemm_params
         mkg_ring_release<1>(sm, prev);
     }
     const int x0 = u.t.m * TM, y0 = u.t.n * TN;
+    constexpr int EPI_NB = XE ? S::EPI_BUFS : 2;                  // staging buffers per consumer
+    const uint32_t epi = XE ? sm->ring + S::EPI_OFF : sm->epi;
     mkg_apply_input_scale<DT, TN>(p, d);
-    mkg_epilogue_store<TN, 0, S::EPI_BUFS, OT>(p, m, d, x0, y0, r, sm->ring + S::EPI_OFF, wg);
-    mkg_epilogue_store<TN, 0, S::EPI_BUFS, OT>(p, m, d + H, x0 + 64, y0, r, sm->ring + S::EPI_OFF, wg);
+    mkg_epilogue_store<TN, 0, EPI_NB, OT>(p, m, d, x0, y0, r, epi, wg);
+    mkg_epilogue_store<TN, 0, EPI_NB, OT>(p, m, d + H, x0 + 64, y0, r, epi, wg);
 }
 
 // The other warpgroup's unit: walk past its K tiles in the ring without touching them.
-template <int TK, int ST>
+template <int TK, int ST, bool XE = true>
 static __device__ __forceinline__ void mkg_gemm_skip_pp(const mkg_gemm_params *p, mkg_ring *r)
 {
-    const int kt = mkg_pp_ktiles<TK>(p);
+    const int kt = XE ? mkg_pp_ktiles<TK>(p) : mkg_warp_uniform(mkg_pp_ktiles<TK>(p));
     for (int k = 0; k < kt; ++k)
         mkg_ring_advance<ST>(r);
+}
+
+// Consumer warpgroup wg of a ping-pong row: this CTA's units first, first + stride, ... < units
+// (every bound warp-uniform). Unit i of the CTA runs on warpgroup i & 1 (mkg_gemm_consume_pp;
+// warpgroup w waits on named barrier MKG_LAUNCH_BAR_PP + w, and every arrive has its matching
+// wait within the call, so several calls may follow one another on the same ring); the other
+// warpgroup walks past its K tiles. XE as for mkg_gemm_consume_pp.
+template <int DT, int TM, int TN, int TK, int ST, int OT = -1, bool XE = true>
+static __device__ __forceinline__ void mkg_gemm_consume_pp_units(const mkg_gemm_params *p, int m, int first,
+                                                                 int stride, int units, int raster, int group,
+                                                                 mkg_ring *r, const mkg_smem *sm, int wg)
+{
+    float dp[TN];                                                 // (128, TN): two (64, TN) halves
+    const int mine = first < units ? (units - first + stride - 1) / stride : 0;
+    int i = 0;
+    for (int u = first; u < units; u += stride, ++i) {
+        if ((i & 1) == wg)
+            mkg_gemm_consume_pp<DT, TM, TN, TK, ST, OT, XE>(p, m, u, raster, group, r, sm, wg, dp,
+                                                            i > 0 ? MKG_LAUNCH_BAR_PP + wg : -1,
+                                                            i + 1 < mine ? MKG_LAUNCH_BAR_PP + (1 - wg) : -1);
+        else
+            mkg_gemm_skip_pp<TK, ST, XE>(p, r);
+    }
 }
 
 // Runs every chunk of work unit `unit` (a loop around mkg_gemm_consume_step for

@@ -55,7 +55,11 @@ mkg_cost_model mkg_cost_model_h200(void)
 }
 
 /* Tensor efficiency at wgmma N = wn: the fitted values at N = 32, 64, 128, 192 and 256
- * (eff_wn[4] .. eff_wn[0]), linear in between (N = 96 and 176 have no points of their own). */
+ * (eff_wn[4] .. eff_wn[0]). A width between two points that is not a multiple of 64 (N = 176,
+ * which has no point of its own) takes the lower of its two neighbours: interpolated between
+ * 128 and 192 it came out ahead of both, and with the ping-pong rows in the tables (v68) the
+ * model then picked n176 on 25 of the 45 rows at M >= 512, where it measured 2-8% behind the
+ * n128 / n256 rows on most (bench/NOTES.md, v68). Multiples of 64 keep the linear value. */
 static double mkg_eff(const mkg_cost_model *cm, const mkg_schedule_info *i, int wn)
 {
     static const int at[5] = {256, 192, 128, 64, 32};
@@ -64,6 +68,8 @@ static double mkg_eff(const mkg_cost_model *cm, const mkg_schedule_info *i, int 
         if (wn < at[j] && wn >= at[j + 1]) {
             const double f = (double)(wn - at[j + 1]) / (double)(at[j] - at[j + 1]);
             e = cm->eff_wn[j + 1] + f * (cm->eff_wn[j] - cm->eff_wn[j + 1]);
+            if (wn % 64 != 0)
+                e = cm->eff_wn[j] < cm->eff_wn[j + 1] ? cm->eff_wn[j] : cm->eff_wn[j + 1];
         }
     const int p = i->swap_ab ? i->tile_n : i->tile_m;
     return e * (p == 64 ? cm->eff_p64 : 1.0);
@@ -151,8 +157,9 @@ int mkg_plan_eligible(const mkg_layer_desc *l, int s)
     const mkg_gemm_desc d = mkg_layer_gemm_desc(l, 1, l->kc);
     if (mkg_schedule_check(&d, s) != MKG_OK)
         return 0;
-    /* Layers run in dispatch kernels and megakernels, which are not cluster launches and
-     * run cooperative consumers only. */
+    /* Layers run in dispatch kernels and megakernels, which are not cluster launches. Ping-pong
+     * rows pass mkg_schedule_check only on one-chunk layers with a plain store and no megakernel
+     * dependency, which one-chunk dispatch kernels run (mkg_dispatch_consume_units_one). */
     if (mkg_schedule_shipped_only(s))
         return 0;
     /* Invariant mode: the determinism contract covers every row for a given kc (the GPU
@@ -245,8 +252,9 @@ int mkg_plan_explain(const mkg_cost_model *cm, const mkg_layer_desc *l, const mk
         if (!mkg_plan_eligible(&lk, c)) {
             const mkg_gemm_desc d = mkg_layer_gemm_desc(&lk, 1, lk.kc);
             if (mkg_schedule_shipped_only(c))
-                MKG_EMIT("  %-32s not eligible: %s rows run in the shipped kernel only\n", i->name,
-                         i->cluster > 1 ? "cluster" : "ping-pong");
+                MKG_EMIT("  %-32s not eligible: cluster rows run in the shipped kernel only\n", i->name);
+            else if (i->pingpong)
+                MKG_EMIT("  %-32s not eligible: ping-pong rows run one K chunk with a plain store\n", i->name);
             else if (mkg_schedule_check(&d, c) == MKG_ERR_SCHEDULE_K_DEPTH)
                 MKG_EMIT("  %-32s not eligible: K %d / KC %d not in an even number of 128-byte K tiles\n",
                          i->name, l->k, lk.kc);

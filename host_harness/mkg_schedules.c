@@ -84,7 +84,7 @@ size_t mkg_gemm_workspace_bytes(const mkg_gemm_desc *d)
 int mkg_schedule_shipped_only(int s)
 {
     const mkg_schedule_info *i = mkg_schedule_get(s);
-    return i && (i->cluster > 1 || i->pingpong);
+    return i && i->cluster > 1;
 }
 
 int mkg_schedule_cluster_k(int s)

@@ -140,9 +140,10 @@ mkg_status mkg_schedule_check(const mkg_gemm_desc *d, int s)
         if (mkg_ceil_div(d->k, sub) % 2 != 0 || (mkg_chunk_count(d->k, d->kc) > 1 && (d->kc / sub) % 2 != 0))
             return MKG_ERR_SCHEDULE_K_DEPTH;
     }
-    /* More than one K chunk needs a kernel compiled with the chunk fold (wgmma N <= 128);
-     * so do fused epilogues, megakernel dependencies (see mkg_epilogue_store) and fp8 block
-     * scales (applied to each chunk's partial, even when K is one chunk). */
+    /* More than one K chunk needs a kernel compiled with the chunk fold (wgmma N <= 128,
+     * cooperative consumers: no ping-pong row); so do fused epilogues, megakernel dependencies
+     * (see mkg_epilogue_store) and fp8 block scales (applied to each chunk's partial, even when
+     * K is one chunk). */
     const int chunks = mkg_chunk_count(d->k, d->kc);
     const int ck = mkg_schedule_cluster_k(s);
     if (ck > 1) {
@@ -161,7 +162,8 @@ mkg_status mkg_schedule_check(const mkg_gemm_desc *d, int s)
     if (info->cluster > 1 && d->deps.wait)
         return MKG_ERR_SCHEDULE_INELIGIBLE;
     const int needs_chunk_row = chunks > 1 || d->epilogue != MKG_EPI_STORE || d->deps.done || d->a_block_scales;
-    if (needs_chunk_row && (mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || mkg_schedule_shipped_only(s)))
+    if (needs_chunk_row &&
+        (mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || mkg_schedule_shipped_only(s) || info->pingpong))
         return MKG_ERR_SCHEDULE_INELIGIBLE;
     return MKG_OK;
 }

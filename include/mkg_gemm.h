@@ -95,7 +95,7 @@ typedef struct mkg_gemm_desc {
      *  The factor sa * sb is an FP32 product: it overflows to Inf or underflows to 0 where the
      *  exact product would not. Only the chunked kernel instances apply them (mkg_gemm_launch
      *  always picks those); a device caller that runs one-chunk steps (ONE = true, e.g.
-     *  mkg_dispatch_consume) ignores them. Split rows keep every chunk's partial: the
+     *  mkg_dispatch_consume_units_one) ignores them. Split rows keep every chunk's partial: the
      *  workspace grows with ceil(K / 128). No dependency wait (deps.wait) with block scales. */
     const float *a_block_scales;
     long long ld_a_block_scales;

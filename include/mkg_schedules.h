@@ -34,8 +34,8 @@
  *           (two m64 wgmma row blocks) on alternate work units, so one warpgroup's
  *           epilogue runs while the other's mainloop keeps the tensor cores busy (the
  *           cooperative rows, PP = 0, split each tile between the two and idle the tensor
- *           cores through every epilogue). Shipped kernel only, one K chunk, no swap,
- *           no split, no cluster.
+ *           cores through every epilogue). One K chunk, a plain store, no swap, no split,
+ *           no cluster; the shipped kernel and one-chunk dispatch kernels (not megakernels).
  *
  * TN need not be a power of two (a multiple of 8 with a TMA box class, mkg_box_class): n176
  * ping-pong cuts 8B gate_up at M = 2048 into 20 full waves of 132 tiles, not 19 with the last
@@ -119,7 +119,8 @@ typedef enum mkg_schedule {
 #define MKG_LAUNCH_EPI_BYTES     (32 * 1024)  /* epilogue staging: 2 consumers x 2 buffers x 8 KB */
 #define MKG_LAUNCH_BAR_EPI       1          /* named barriers 1, 2: one per consumer warpgroup */
 #define MKG_LAUNCH_BAR_PP        3          /* named barriers 3, 4: ping-pong hand-off to consumer 0, 1
-                                               (shipped kernel only; free in a user's persistent kernel) */
+                                               (the shipped kernel and one-chunk dispatch kernels; free in
+                                               a kernel that runs no ping-pong row) */
 #define MKG_LAUNCH_SMEM_BYTES    (MKG_LAUNCH_RING_BYTES + MKG_LAUNCH_EPI_BYTES + 1024 + 512) /* + barriers, flags, alignment */
 #define MKG_LAUNCH_MAX_CLUSTER   4          /* largest CL column (CTAs per cluster) */
 
@@ -145,8 +146,10 @@ int mkg_schedule_cluster_k(int s);
 /** wgmma N of one consumer warpgroup of schedule s (0 if s is unknown). */
 int mkg_schedule_wgmma_n(int s);
 
-/** 1 if schedule s runs in the shipped persistent kernel only (cluster and ping-pong rows):
- *  never in a dispatch table or megakernel, one K chunk. */
+/** 1 if schedule s runs in the shipped persistent kernel only (cluster rows: a cluster launch):
+ *  never in a dispatch table or megakernel, one K chunk. Ping-pong rows also run one K chunk with
+ *  a plain store, in the shipped kernel and in one-chunk dispatch kernels
+ *  (mkg_dispatch_consume_units_one), never in a chunk-stepping caller (the megakernel). */
 int mkg_schedule_shipped_only(int s);
 
 #ifdef __cplusplus

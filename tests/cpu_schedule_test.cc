@@ -81,6 +81,7 @@ TEST(Schedules, EveryRowFitsTheLaunchShape)
             EXPECT_EQ(i->swap_ab, 0) << i->name;
             EXPECT_EQ(i->split, 1) << i->name;
             EXPECT_EQ(i->cluster, 1) << i->name;
+            EXPECT_FALSE(mkg_schedule_shipped_only(s)) << i->name << ": one-chunk dispatch kernels run them";
             // TN accumulators per thread (two m64 halves of TN / 2 each): 192 is the most that
             // ptxas fits in the 232-register consumers without spilling (n192 ping-pong: 0 bytes).
             EXPECT_LE(i->tile_n, 192) << i->name << ": TN accumulators per thread";

@@ -147,6 +147,13 @@ const BadCase kBad[] = {
      MKG_ERR_DEPS_FLAGS},
 };
 
+// Rows that run one K chunk with a plain store only: cluster rows (a cluster launch) and
+// ping-pong rows (cooperative consumers fold chunks).
+bool one_chunk_only(int s)
+{
+    return mkg_schedule_shipped_only(s) || mkg_schedule_get(s)->pingpong;
+}
+
 }  // namespace
 
 TEST(Validate, ValidDescriptorPasses)
@@ -269,10 +276,10 @@ TEST(Validate, ChunkedKNeedsAChunkCapableSchedule)
         EXPECT_EQ(mkg_schedule_check(&d, s), mkg_schedule_cluster_k(s) > 1 ? MKG_ERR_SCHEDULE_INELIGIBLE : MKG_OK)
             << mkg_schedule_get(s)->name;
     d.kc = 1024;                               // four chunks: rows with wgmma N > 128 cannot fold them,
-    for (int s = 0; s < MKG_SCHED_COUNT; ++s)  // and shipped-only rows run one chunk, but cluster split-K
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s)  // and cluster and ping-pong rows run one chunk, but cluster split-K
         EXPECT_EQ(mkg_schedule_check(&d, s),
                   mkg_schedule_cluster_k(s) == 1 &&
-                          (mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || mkg_schedule_shipped_only(s))
+                          (mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || one_chunk_only(s))
                       ? MKG_ERR_SCHEDULE_INELIGIBLE
                       : MKG_OK)
             << mkg_schedule_get(s)->name;
@@ -285,7 +292,7 @@ TEST(Validate, ChunkedKNeedsAChunkCapableSchedule)
         deep += two;
         EXPECT_EQ(mkg_schedule_check(&d, s),
                   two ? MKG_ERR_SCHEDULE_K_DEPTH
-                  : mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || mkg_schedule_shipped_only(s)
+                  : mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || one_chunk_only(s)
                       ? MKG_ERR_SCHEDULE_INELIGIBLE
                       : MKG_OK)
             << mkg_schedule_get(s)->name << " kc=192";
@@ -300,7 +307,7 @@ TEST(Validate, ChunkedKNeedsAChunkCapableSchedule)
     ASSERT_EQ(mkg_gemm_validate(&d), MKG_OK);
     // One 128-deep e4m3 tile: an odd count of K tiles for the two-sub-tile rows.
     for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
-        const bool chunk_row = mkg_schedule_wgmma_n(s) <= MKG_CHUNKED_MAX_WN && !mkg_schedule_shipped_only(s);
+        const bool chunk_row = mkg_schedule_wgmma_n(s) <= MKG_CHUNKED_MAX_WN && !one_chunk_only(s);
         const mkg_status want = mkg_schedule_get(s)->tile_k == 128 ? MKG_ERR_SCHEDULE_K_DEPTH
                                 : chunk_row                        ? MKG_OK
                                                                    : MKG_ERR_SCHEDULE_INELIGIBLE;

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "mkg_test_shims.h"
@@ -187,6 +188,38 @@ TEST_F(Dispatch, PlainStoreKernelReportsACorruptedEntryAtEveryBytePosition)
         ASSERT_EQ(cudaMemcpy(at, &keep, 1, cudaMemcpyHostToDevice), cudaSuccess);
     }
     run_and_check({300, 3, 300}, 132, 1);   // the restored table runs again
+}
+
+// Ping-pong rows from the table (the planner puts them in where their hidden epilogues pay): every
+// bucket of layers 0 and 2 set to one ping-pong row with layer 1 on its planned cooperative rows,
+// then all three layers on it, in both kernel variants, on grids where a CTA runs one unit, many,
+// an odd or an even number (132, 7, 2), with ragged N (2056, 1000) and M (300, 129): each layer
+// bitwise equal to the host-launched schedule 0 and nothing written outside M x N. Layers follow
+// one another on the same ring in one launch, so each layer's hand-offs must balance before the
+// next layer starts.
+TEST_F(Dispatch, PingPongRowsFromTheTable)
+{
+    std::vector<int> pp;
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s)
+        if (mkg_schedule_get(s)->pingpong)
+            pp.push_back(s);
+    ASSERT_FALSE(pp.empty()) << "the schedule table has no ping-pong row";
+    char *rows = reinterpret_cast<char *>(const_cast<mkg_layer_dev *>(mkg_table_rows(table_)));
+    for (int s : pp) {
+        const std::vector<unsigned char> all(MKG_MAX_BUCKETS, static_cast<unsigned char>(s));
+        for (const std::vector<int> &set : {std::vector<int>{0, 2}, std::vector<int>{1}}) {
+            for (int i : set)
+                ASSERT_EQ(cudaMemcpy(rows + i * sizeof(mkg_layer_dev) + offsetof(mkg_layer_dev, schedule), all.data(),
+                                     all.size(), cudaMemcpyHostToDevice),
+                          cudaSuccess);
+            for (int plain : {0, 1})
+                for (int grid : {132, 7, 2}) {
+                    SCOPED_TRACE(std::string(mkg_schedule_get(s)->name) + (set.size() == 2 ? " on layers 0, 2" : " on all") +
+                                 " plain=" + std::to_string(plain) + " grid=" + std::to_string(grid));
+                    run_and_check({512, 300, 129}, grid, plain);
+                }
+        }
+    }
 }
 
 // The device computes buckets with a count-leading-zeros path, the host with a loop.

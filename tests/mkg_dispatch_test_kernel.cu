@@ -57,8 +57,9 @@ mkg_dispatch_test_kernel(const mkg_layer_dev *__restrict__ rows, int count, cons
             const int s = WARP_PICK ? mkg_dispatch_begin_slot(rows, order[i], &slots[i], &ring, &sm, 0, &p, &m, &units)
                                     : mkg_dispatch_begin<DT, 0, OT>(rows, count, m_cur, order[i], err, &ring, &sm, 0,
                                                                     &p, &m, &units);
-            for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x)
-                mkg_dispatch_consume<DT, OT>(p, s, m, u, &ring, &sm, wg);
+            if (s >= 0)
+                mkg_dispatch_consume_units_one<DT, OT>(p, s, m, (int)blockIdx.x, (int)gridDim.x, units, &ring, &sm,
+                                                       wg);
         }
         mkg_epilogue_drain();
     }

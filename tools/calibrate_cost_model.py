@@ -41,6 +41,8 @@ def build_library():
     lib.mkg_cost_predict_us.restype = ctypes.c_double
     lib.mkg_cost_predict_us.argtypes = [ctypes.POINTER(CostModel)] + [ctypes.c_int] * 7
     lib.mkg_cost_model_h200.restype = CostModel
+    lib.mkg_schedule_shipped_only.restype = ctypes.c_int
+    lib.mkg_schedule_shipped_only.argtypes = [ctypes.c_int]
     lib.mkg_schedule_find.restype = ctypes.c_int
     lib.mkg_schedule_find.argtypes = [ctypes.c_char_p]
     return lib
@@ -88,8 +90,10 @@ def evaluate(lib, cm, rows, sched_ids):
             pred[name] = p
             err2 += (math.log(p) - math.log(us)) ** 2
             n += 1
-        # mkg_plan_pick's rule: the least predicted time; an exact tie goes to the deeper stages.
-        pick = min(pred, key=lambda n: (round(pred[n], 9), -int(re.search(r"k(\d+)_", n).group(1))))
+        # mkg_plan_pick's rule among the rows a table may hold (no cluster rows: mkg_plan_eligible):
+        # the least predicted time; an exact tie goes to the deeper stages.
+        table = [n for n in pred if not lib.mkg_schedule_shipped_only(sched_ids[n])]
+        pick = min(table, key=lambda n: (round(pred[n], 9), -int(re.search(r"k(\d+)_", n).group(1))))
         picks.append(min(meas.values()) / meas[pick])
     return math.sqrt(err2 / n), math.exp(sum(map(math.log, picks)) / len(picks)), min(picks), picks
 

@@ -225,6 +225,9 @@ static const void *probe_kernel(int s, int chunked)
         return (const void *)mkg_probe_persistent_sm90<MKG_DTYPE_BF16, 128, 256, 64, 4, 0, 0, 1, 0>;
     if (i->tile_m == 128 && i->tile_n == 256 && i->stages == 3 && !i->swap_ab && i->cluster == 1 && !i->pingpong)
         return (const void *)mkg_probe_persistent_sm90<MKG_DTYPE_BF16, 128, 256, 64, 3, 0, 0, 1, 0>;
+    // Ping-pong (v68: the same row in the dispatch kernel, against the shipped one).
+    if (i->tile_m == 128 && i->tile_n == 128 && i->stages == 6 && i->raster == MKG_RASTER_M && i->pingpong)
+        return (const void *)mkg_probe_persistent_sm90<MKG_DTYPE_BF16, 128, 128, 64, 6, 0, 0, 1, 1>;
     // The same in clusters of two (B multicast; a slot is free once both CTAs released it).
     if (i->tile_m == 128 && i->tile_n == 256 && i->stages == 4 && !i->swap_ab && i->cluster == 2 && !i->pingpong)
         return (const void *)mkg_probe_persistent_sm90<MKG_DTYPE_BF16, 128, 256, 64, 4, 0, 0, 2, 0>;
@@ -539,6 +542,12 @@ int main(int argc, char **argv)
         {"disp_llama32_1b_o_m512", 512, 2048, 2048, "m128n64k64_s6_rn_g8", 1, 1},
         {"disp_llama32_1b_o_m1", 1, 2048, 2048, "m16n64k64_s16_swap_rn_g8", 1, 1},
         {"disp_n256s4_1024x4096x4096", 1024, 4096, 4096, "m128n256k64_s4_rn_g8", 1, 1},
+        // Many units per CTA (~4 waves): the dispatch kernel against the shipped one past its start
+        // (v68); the ping-pong rows have no stamps past the producer start (launch column only).
+        {"n256s4_4096", 4096, 4096, 4096, "m128n256k64_s4_rn_g8", 1, 0},
+        {"disp_n256s4_4096", 4096, 4096, 4096, "m128n256k64_s4_rn_g8", 1, 1},
+        {"n128pp_4096", 4096, 4096, 4096, "m128n128k64_s6_rm_g8_pp", 1, 0},
+        {"disp_n128pp_4096", 4096, 4096, 4096, "m128n128k64_s6_rm_g8_pp", 1, 1},
         // The chunked kernel against the one-chunk kernel on one decode row (session 26's next step).
         {"1b_o_m1_k128_one", 1, 2048, 2048, "m16n64k128_s8_swap_rn_g8", 1, 0, 0, 0},
         {"1b_o_m1_k128_ch1", 1, 2048, 2048, "m16n64k128_s8_swap_rn_g8", 1, 0, 2048, 1},
