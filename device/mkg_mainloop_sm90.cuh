@@ -772,9 +772,13 @@ static __device__ __forceinline__ void mkg_gemm_skip_pp(const mkg_gemm_params *p
 
 // Consumer warpgroup wg of a ping-pong row: this CTA's units first, first + stride, ... < units
 // (every bound warp-uniform). Unit i of the CTA runs on warpgroup i & 1 (mkg_gemm_consume_pp;
-// warpgroup w waits on named barrier MKG_LAUNCH_BAR_PP + w, and every arrive has its matching
-// wait within the call, so several calls may follow one another on the same ring); the other
-// warpgroup walks past its K tiles. XE as for mkg_gemm_consume_pp.
+// warpgroup w waits on named barrier MKG_LAUNCH_BAR_PP + w); the other warpgroup walks past its
+// K tiles. The last unit's warpgroup signals too, and the other waits for it before returning:
+// every arrive has its matching wait within the call, and both warpgroups leave with every fill
+// of the call landed, so another call (any row, pingpong or not) may follow on the same ring.
+// NOTE: without that last hand-off the skipper of the last unit left up to two phases ahead of a
+// slot's full barrier, and the next layer of a dispatch kernel read stale stages or hung (v68's
+// first GPU run: Dispatch.PingPongRowsFromTheTable). XE as for mkg_gemm_consume_pp.
 template <int DT, int TM, int TN, int TK, int ST, int OT = -1, bool XE = true>
 static __device__ __forceinline__ void mkg_gemm_consume_pp_units(const mkg_gemm_params *p, int m, int first,
                                                                  int stride, int units, int raster, int group,
@@ -787,10 +791,12 @@ static __device__ __forceinline__ void mkg_gemm_consume_pp_units(const mkg_gemm_
         if ((i & 1) == wg)
             mkg_gemm_consume_pp<DT, TM, TN, TK, ST, OT, XE>(p, m, u, raster, group, r, sm, wg, dp,
                                                             i > 0 ? MKG_LAUNCH_BAR_PP + wg : -1,
-                                                            i + 1 < mine ? MKG_LAUNCH_BAR_PP + (1 - wg) : -1);
+                                                            MKG_LAUNCH_BAR_PP + (1 - wg));
         else
             mkg_gemm_skip_pp<TK, ST, XE>(p, r);
     }
+    if (mine > 0 && ((mine - 1) & 1) != wg)
+        mkg_bar_sync(MKG_LAUNCH_BAR_PP + wg, 256);                // the last unit's K tiles have landed
 }
 
 // Runs every chunk of work unit `unit` (a loop around mkg_gemm_consume_step for
