@@ -294,20 +294,10 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
             const mkg_mk_op op = a.ops[o];
             int items;
             if (mkg_warp_uniform(op.kind) == MKG_MK_GEMM) {   // uniform: see mkg_warp_uniform
-                // NOTE: the ring state, the barrier addresses and the warpgroup index are live across
-                // the calls of the noinline item function (other tasks), and values kept across a call
-                // come back in vector registers; re-derived as uniform here, the GEMM loops below can
-                // run on the uniform datapath, as in the shipped kernel (v67 in bench/NOTES.md).
-                const mkg_smem gsm = mkg_smem_carve(mkg_dyn_smem);
-                const int gwg = mkg_warp_uniform((int)threadIdx.x / 128) - 1;
-                ring.slot = (uint32_t)mkg_warp_uniform((int)ring.slot);
-                ring.parity = (uint32_t)mkg_warp_uniform((int)ring.parity);
-                ring.layout = mkg_warp_uniform(ring.layout);
-                ring.epi = (uint32_t)mkg_warp_uniform((int)ring.epi);
                 const mkg_gemm_params *p;
                 int m, units;
                 const int s = mkg_dispatch_begin<MKG_DTYPE_BF16, 1>(a.rows, a.row_count, a.m_cur, op.table_row,
-                                                                    a.dispatch_err, &ring, &gsm, 0, &p, &m, &units);
+                                                                    a.dispatch_err, &ring, &sm, 0, &p, &m, &units);
                 items = s < 0 ? 0 : units;
                 // One flat loop over (unit, chunk) steps per task (mkg_dispatch_consume_units).
                 uint64_t t0 = a.timeline ? mkg_globaltimer() : 0;
@@ -329,8 +319,8 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                     }
                 };
                 if (s >= 0)
-                    mkg_dispatch_consume_units<MKG_DTYPE_BF16>(p, s, m, mkg_mk_first(base), grid, items, &ring, &gsm,
-                                                               gwg, on_unit);
+                    mkg_dispatch_consume_units<MKG_DTYPE_BF16>(p, s, m, mkg_mk_first(base), grid, items, &ring, &sm,
+                                                               wg, on_unit);
             } else {
                 items = mkg_warp_uniform(mkg_mk_items(&op, &a.cfg, a.m, a.prefill, a.attn_split));
                 for (int i = mkg_mk_first(base); i < items; i += grid) {
