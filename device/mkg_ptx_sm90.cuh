@@ -55,19 +55,10 @@ static __device__ __forceinline__ uint32_t mkg_mbarrier_try_wait_parity(uint32_t
     return done;
 }
 
-// NOTE: the retry loop is one PTX block (a label scoped by the braces, so every inlined copy has
-// its own). Written as a C loop around mkg_mbarrier_try_wait_parity, ptxas moved each wait's retry
-// path to the end of the function as a cold block: in the dispatch kernels and the megakernel
-// (every row's code in one function) that is hundreds of KB from the K loop, so every wait that
-// retried fetched instructions from far away (v17's ncu: branch_resolving and no_instructions
-// stalls; v69 in bench/NOTES.md).
 static __device__ __forceinline__ void mkg_mbarrier_wait_parity(uint32_t bar, uint32_t parity)
 {
-    asm volatile("{\n\t.reg .pred p;\n"
-                 "MKG_WAIT_RETRY:\n\t"
-                 "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%0], %1;\n\t"
-                 "@!p bra MKG_WAIT_RETRY;\n\t}"
-                 ::"r"(bar), "r"(parity) : "memory");
+    while (!mkg_mbarrier_try_wait_parity(bar, parity)) {
+    }
 }
 
 // ---- thread-block clusters (PTX ISA 9.7.13.4, 9.7.9.16, 10.x %cluster_ctarank) ---
@@ -112,11 +103,13 @@ static __device__ __forceinline__ void mkg_mbarrier_arrive_release_cluster(uint3
 // Waits on a barrier of this CTA for a phase completed by other CTAs' cluster-scope releases.
 static __device__ __forceinline__ void mkg_mbarrier_wait_parity_cluster(uint32_t bar, uint32_t parity)
 {
-    asm volatile("{\n\t.reg .pred p;\n"
-                 "MKG_WAIT_RETRY:\n\t"
-                 "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], %1;\n\t"
-                 "@!p bra MKG_WAIT_RETRY;\n\t}"
-                 ::"r"(bar), "r"(parity) : "memory");   // one PTX block: see mkg_mbarrier_wait_parity
+    uint32_t done;
+    do {
+        asm volatile("{\n\t.reg .pred p;\n\t"
+                     "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\t"
+                     "selp.u32 %0, 1, 0, p;\n\t}"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
 }
 
 // A float4 of another cluster CTA's shared memory (address from mkg_mapa).
