@@ -38,6 +38,7 @@ typedef struct mkg_bench_args {
     int kc_policy;              /* MKG_BENCH_KC_ONE, _DECODE, _FIXED or _CLUSTER */
     int kc_min;                 /* --kc-min (0: MKG_PLAN_MIN_KC) */
     int block_scales;           /* --block-scales 0|1 */
+    int l2_default;             /* --l2-hints 0 */
 } mkg_bench_args;
 
 static void mkg_bench_usage(FILE *f)
@@ -47,6 +48,7 @@ static void mkg_bench_usage(FILE *f)
             "                      [--replays N] [--only NAME[,NAME..]] [--max-m N] [--min-m N]\n"
             "                      [--table FILE] [--autotune-out FILE] [--pdl 0|1] [--sustain MS]\n"
             "                      [--dispatch-grid sms|units] [--kc-policy one|decode|fixed] [--block-scales 0|1]\n"
+            "                      [--l2-hints 0|1]\n"
             "  --out PATH      results JSON to write (required)\n"
             "  --shapes FILE   shapes CSV `name,N,K,M values` (default %s)\n"
             "  --dtype D       input and output dtype: bf16, fp16, tf32 (fp32 operands and C, tf32\n"
@@ -80,6 +82,9 @@ static void mkg_bench_usage(FILE *f)
             "                  runs block-scaled FP8 too where it can (JSON cublas_block_scaled; its\n"
             "                  cublas_max_rel_err checks that it read the scales as we lay them out),\n"
             "                  else per-tensor FP8 (its error column then measures a different GEMM)\n"
+            "  --l2-hints 0|1  0: every operand load of ours under the L2's default policy (MKG_DEPS_L2_DEFAULT),\n"
+            "                  for A/B against the library's evict-first streaming of one-tile GEMMs (default 1;\n"
+            "                  JSON l2_hints)\n"
             "  --autotune-out FILE\n"
             "                  after the runs, write a table file: per (layer, M bucket) the fastest\n"
             "                  measured schedule, the cost model where nothing was measured\n"
@@ -140,6 +145,8 @@ static void mkg_bench_parse_args(int argc, char **argv, mkg_bench_args *a)
             a->min_m = mkg_bench_int_arg(flag, value);
         else if (strcmp(flag, "--max-m") == 0)
             a->max_m = mkg_bench_int_arg(flag, value);
+        else if (strcmp(flag, "--l2-hints") == 0)
+            a->l2_default = mkg_bench_int_arg(flag, value) == 0;
         else if (strcmp(flag, "--pdl") == 0)
             a->pdl = mkg_bench_int_arg(flag, value) != 0;
         else if (strcmp(flag, "--sustain") == 0)
@@ -296,6 +303,7 @@ int main(int argc, char **argv)
     cfg.kc_policy = args.kc_policy;
     cfg.kc_min = args.kc_min;
     cfg.block_scales = args.block_scales;
+    cfg.deps_flags = args.l2_default ? MKG_DEPS_L2_DEFAULT : 0u;
     mkg_bench_measure_copy(&cfg);
     if ((args.table || args.autotune_out) && mkg_bench_layers_create(&cfg, shapes, nshapes, &layers) != 0)
         return 1;

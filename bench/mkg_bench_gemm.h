@@ -53,6 +53,7 @@ typedef struct mkg_bench_cfg {
                                    --kc-min) */
     int block_scales;           /* e4m3 rows: 1 x 128 activation and 128 x 128 weight block scales
                                    (kc = 128, chunk-capable schedules); cuBLASLt stays per-tensor FP8 */
+    unsigned int deps_flags;    /* every desc's and layer's deps.flags: MKG_DEPS_L2_DEFAULT under --l2-hints 0 */
     double copy_gbps;           /* device-to-device cudaMemcpy, (read + written) bytes / s / 1e9,
                                    best of several 256 MB copies (mkg_bench_measure_copy) */
 } mkg_bench_cfg;

@@ -172,6 +172,7 @@ typedef struct mkg_bench_lt_plan {
 typedef struct mkg_bench_problem {
     int m, n, k;
     int kc;                             /* the layer's canonical K chunk (invariant mode) */
+    unsigned int deps_flags;            /* cfg->deps_flags: every desc's and layer's deps.flags */
     mkg_dtype dt;                       /* input dtype */
     mkg_dtype ct;                       /* output dtype: dt, or bf16 for e4m3 inputs */
     size_t esize, c_esize;
@@ -226,6 +227,7 @@ static mkg_gemm_desc mkg_bench_desc(const mkg_bench_problem *p, const mkg_bench_
     d.ldc = p->n;
     d.epilogue = MKG_EPI_STORE;
     d.kc = p->kc;
+    d.deps.flags = p->deps_flags;
     d.a_block_scales = p->bsa;                  /* NULL unless --block-scales */
     d.ld_a_block_scales = p->m;
     d.b_block_scales = p->bsb;
@@ -399,6 +401,7 @@ static mkg_layer_desc mkg_bench_layer_of(const mkg_bench_problem *p, const mkg_b
     l.m_max = p->m;
     l.mode = MKG_MODE_INVARIANT;
     l.kc = p->kc;
+    l.deps.flags = p->deps_flags;
     return l;
 }
 
@@ -486,6 +489,7 @@ static void mkg_bench_problem_create(const mkg_bench_cfg *cfg, mkg_bench_problem
     p->k = k;
     /* Invariant mode: the planner's chunk for this layer, from N and K alone. */
     p->kc = cfg->block_scales && dt == MKG_DTYPE_E4M3 ? 128 : mkg_bench_layer_kc(cfg, n, k);
+    p->deps_flags = cfg->deps_flags;
     p->dt = dt;
     p->ct = dt == MKG_DTYPE_E4M3 ? MKG_DTYPE_BF16 : dt;
     p->esize = mkg_dtype_size(dt);
@@ -1632,10 +1636,12 @@ int mkg_bench_write_json(const char *path, const mkg_bench_cfg *cfg, const mkg_b
     /* dispatch_kernel false: a MKG_BENCH_DISPATCH=OFF build, whose "dispatched" figures are the oracle's. */
     fprintf(f, ",\n  \"l2_bytes\": %d,\n  \"replays\": %d,\n  \"producers\": %d,\n  \"dispatch_kernel\": %s,"
                "\n  \"dispatch_grid\": \"%s\","
-               "\n  \"kc_policy\": \"%s\",\n  \"kc_min\": %d,\n  \"block_scales\": %s,\n  \"copy_gbps\": ",
+               "\n  \"kc_policy\": \"%s\",\n  \"kc_min\": %d,\n  \"block_scales\": %s,\n  \"l2_hints\": %s,"
+               "\n  \"copy_gbps\": ",
             cfg->l2_bytes, cfg->replays, mkg_launch_producers(), mkg_bench_dispatch_available() ? "true" : "false",
             cfg->dispatch_grid_units ? "units" : "sms", mkg_bench_kc_policy_name(cfg),
-            cfg->kc_min > 0 ? cfg->kc_min : MKG_PLAN_MIN_KC, cfg->block_scales ? "true" : "false");
+            cfg->kc_min > 0 ? cfg->kc_min : MKG_PLAN_MIN_KC, cfg->block_scales ? "true" : "false",
+            (cfg->deps_flags & MKG_DEPS_L2_DEFAULT) ? "false" : "true");
     mkg_json_number(f, "%.1f", cfg->copy_gbps > 0.0 ? cfg->copy_gbps : NAN);
     fputs(",\n  \"table\": ", f);
     if (meta->table) {

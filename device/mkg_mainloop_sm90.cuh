@@ -228,14 +228,26 @@ static __device__ __forceinline__ int mkg_unit_count(const mkg_gemm_params *p, i
 
 // ---- producer: one elected thread --------------------------------------------------
 
-// B of a megakernel GEMM: with MKG_DEPS_B_EVICT_FIRST, under the evict-first policy.
-static __device__ __forceinline__ void mkg_tma_load_2d_b(uint32_t dst, const CUtensorMap *map, uint32_t bar, int c0,
-                                                         int c1, unsigned int dep_flags)
+// L2 policies of a unit's operand loads. A GEMM whose M fits one tile reads each B (weight)
+// tile once, so B streams under evict-first and does not push the L2's other lines (code,
+// the A rows every unit shares, split-K partials) out; so does every B with
+// MKG_DEPS_B_EVICT_FIRST (a megakernel's weights). A standalone one-tile GEMM's A is read by
+// this launch only: evict-first too, so its lines are not kept past the launch either. A
+// megakernel's A (activations, deps.wait set) keeps the default policy. MKG_DEPS_L2_DEFAULT
+// turns the one-tile rule off (the bench's --l2-hints 0).
+struct mkg_load_policy {
+    uint64_t a, b;
+};
+
+template <int TM>
+static __device__ __forceinline__ mkg_load_policy mkg_load_policies(const mkg_gemm_params *p, int m)
 {
-    if (dep_flags & MKG_DEPS_B_EVICT_FIRST)
-        mkg_tma_load_2d_hint(dst, map, bar, c0, c1, mkg_l2_policy_evict_first());
-    else
-        mkg_tma_load_2d(dst, map, bar, c0, c1);
+    const bool once = m <= TM && !(p->deps.flags & MKG_DEPS_L2_DEFAULT);
+    const uint64_t first = mkg_l2_policy_evict_first(), normal = mkg_l2_policy_evict_normal();
+    mkg_load_policy q;
+    q.b = (once || (p->deps.flags & MKG_DEPS_B_EVICT_FIRST)) ? first : normal;
+    q.a = (once && !p->deps.wait) ? first : normal;
+    return q;
 }
 
 // Megakernel GEMMs (deps.wait set) split a unit's loads in two: B (weights) of the
@@ -254,6 +266,7 @@ static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_pa
     const int kt0 = u.c0 * u.kct;
     const int cap = (int)((p->deps.flags >> MKG_DEPS_PRE_SHIFT) & 0xffu);
     const int pre = min(cap ? min(cap, ST) : ST, min(u.c1 * u.kct, u.kt) - kt0);
+    const uint64_t pol_b = mkg_load_policies<TM>(p, m).b;
     for (int i = 0; i < pre; ++i) {
         const uint32_t s = r->slot;
         if (!mkg_ring_mine<NP>(s)) {
@@ -265,8 +278,8 @@ static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_pa
         mkg_mbarrier_arrive_expect_tx(full, S::STAGE_BYTES);
 #pragma unroll
         for (int h = 0; h < KH; ++h)
-            mkg_tma_load_2d_b(sm->ring + s * S::STAGE_BYTES + h * S::SUB_BYTES + S::A_BYTES, map_b, full,
-                              ((kt0 + i) * KH + h) * TK, u.t.n * TN, p->deps.flags);
+            mkg_tma_load_2d_hint(sm->ring + s * S::STAGE_BYTES + h * S::SUB_BYTES + S::A_BYTES, map_b, full,
+                                 ((kt0 + i) * KH + h) * TK, u.t.n * TN, pol_b);
         mkg_ring_advance<ST>(r);
     }
     if ((p->deps.flags & MKG_DEPS_L2_TAIL) && mkg_producer_rank<NP>() == 0) {
@@ -303,14 +316,15 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
     const int kt0 = u.c0 * u.kct;
     const int kt_end = min(u.c1 * u.kct, u.kt);
     const uint32_t slot0 = (r->slot + (uint32_t)(ST - pre)) % (uint32_t)ST;
+    const mkg_load_policy pol = mkg_load_policies<TM>(p, m);
     for (int i = 0; i < pre; ++i) {
         const uint32_t s = (slot0 + (uint32_t)i) % (uint32_t)ST;
         if (!mkg_ring_mine<NP>(s))
             continue;                                 // armed by the other producer, which loads its A
 #pragma unroll
         for (int h = 0; h < KH; ++h)
-            mkg_tma_load_2d(sm->ring + s * S::STAGE_BYTES + h * S::SUB_BYTES, map_a, sm->full + 8u * s,
-                            ((kt0 + i) * KH + h) * TK, u.t.m * TM);
+            mkg_tma_load_2d_hint(sm->ring + s * S::STAGE_BYTES + h * S::SUB_BYTES, map_a, sm->full + 8u * s,
+                                 ((kt0 + i) * KH + h) * TK, u.t.m * TM, pol.a);
     }
     for (int kt = kt0 + pre; kt < kt_end; ++kt) {
         const uint32_t s = r->slot;
@@ -327,12 +341,12 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
         for (int h = 0; h < KH; ++h) {
             const uint32_t sub = stage + h * S::SUB_BYTES;
             const int k0 = (kt * KH + h) * TK;
-            mkg_tma_load_2d(sub, map_a, full, k0, u.t.m * TM);
+            mkg_tma_load_2d_hint(sub, map_a, full, k0, u.t.m * TM, pol.a);
             if constexpr (CL > 1)
                 mkg_tma_load_2d_multicast(sub + S::A_BYTES + rank * (TN / CL) * 128u, map_b, full, k0,
                                           u.t.n * TN + (int)rank * (TN / CL), (uint16_t)((1u << CL) - 1u));
             else
-                mkg_tma_load_2d_b(sub + S::A_BYTES, map_b, full, k0, u.t.n * TN, p->deps.flags);
+                mkg_tma_load_2d_hint(sub + S::A_BYTES, map_b, full, k0, u.t.n * TN, pol.b);
         }
         MKG_PROBE_STAGE(1, kt - kt0);
         mkg_ring_advance<ST>(r);
