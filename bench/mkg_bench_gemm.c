@@ -145,8 +145,13 @@ static void mkg_bench_parse_args(int argc, char **argv, mkg_bench_args *a)
             a->min_m = mkg_bench_int_arg(flag, value);
         else if (strcmp(flag, "--max-m") == 0)
             a->max_m = mkg_bench_int_arg(flag, value);
-        else if (strcmp(flag, "--l2-hints") == 0)
-            a->l2_default = mkg_bench_int_arg(flag, value) == 0;
+        else if (strcmp(flag, "--l2-hints") == 0) {
+            if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
+                fprintf(stderr, "mkg_bench_gemm: --l2-hints takes 0 or 1, not %s\n", value);
+                exit(1);
+            }
+            a->l2_default = strcmp(value, "0") == 0;
+        }
         else if (strcmp(flag, "--pdl") == 0)
             a->pdl = mkg_bench_int_arg(flag, value) != 0;
         else if (strcmp(flag, "--sustain") == 0)

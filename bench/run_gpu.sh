@@ -8,8 +8,8 @@
 #                entry), sq8192 (square_8192 bf16, MKG_SQ_RUNS runs), ncu, ncusrc, ncustall, cubsrc, ncumk (the
 #                megakernel's sampled stall reasons), raceprobe (tools/racecheck_named_barrier_probe.cu under
 #                racecheck), ncukern (ncu device time of our GEMM kernels per instantiation while the
-#                bench runs MKG_NCUKERN_ARGS), benchx (a second GEMM benchmark pass: MKG_BENCHX_ARGS,
-#                MKG_BENCHX_DTYPES), cubnames (cuBLASLt's kernels for MKG_CUBNAMES="SHAPE:M ..."))
+#                bench runs MKG_NCUKERN_ARGS), benchx (more GEMM benchmark passes: MKG_BENCHX_ARGS, ';'-separated
+#                argument sets, MKG_BENCHX_DTYPES), cubnames (cuBLASLt's kernels for MKG_CUBNAMES="SHAPE:M ..."))
 #   MKG_BENCH_ARGS extra arguments for mkg_bench_gemm (e.g. "--only square_8192 --pdl 1"); MKG_BENCH_DTYPES
 #                ("bf16 fp16" by default; add tf32 for fp32 operands with tf32 math)
 #   MKG_NCU_ONLY  shape for the ncu stage (square_8192)
@@ -211,16 +211,23 @@ if has bench; then
   done
 fi
 if has benchx; then
-  # A second benchmark pass with its own arguments (e.g. issue 4's decode rows under another K-chunk
-  # policy): MKG_BENCHX_ARGS, MKG_BENCHX_DTYPES (bf16), MKG_BENCHX_ENV (environment assignments for it,
-  # e.g. MKG_PRODUCERS=1); JSON gemm_x_$dt.json, its log appended to bench.txt.
-  say "gemm benchmark x (${MKG_BENCHX_ENV:-} ${MKG_BENCHX_ARGS:-})"
-  for dt in ${MKG_BENCHX_DTYPES:-bf16}; do
-    # shellcheck disable=SC2086
-    env ${MKG_BENCHX_ENV:-} timeout 900 "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" --dtype $dt \
-      --out "$out/gemm_x_$dt.json" --commit "$commit" ${MKG_BENCHX_ARGS:-} >"/tmp/bench_x_$dt.txt" 2>&1
-    say "bench x $dt rc=$?"; tail -8 "/tmp/bench_x_$dt.txt" | tee -a "$log"
-    { echo "#### bench x $dt: ${MKG_BENCHX_ARGS:-}"; cat "/tmp/bench_x_$dt.txt"; } >>"$out/bench.txt"
+  # More benchmark passes with their own arguments (e.g. issue 4's decode rows under another K-chunk
+  # policy): MKG_BENCHX_ARGS (';'-separated argument sets, one pass each), MKG_BENCHX_DTYPES (bf16),
+  # MKG_BENCHX_ENV (environment assignments for them, e.g. MKG_PRODUCERS=1); JSON gemm_x_$dt.json for
+  # the first set, gemm_x2_$dt.json, gemm_x3_$dt.json, ... for the others; logs appended to bench.txt.
+  IFS=';' read -r -a benchx_sets <<<"${MKG_BENCHX_ARGS:-}"
+  [ ${#benchx_sets[@]} -gt 0 ] || benchx_sets=("")
+  xi=0
+  for xa in "${benchx_sets[@]}"; do
+    xi=$((xi + 1)); xn=x; [ $xi -gt 1 ] && xn=x$xi
+    say "gemm benchmark $xn (${MKG_BENCHX_ENV:-} $xa)"
+    for dt in ${MKG_BENCHX_DTYPES:-bf16}; do
+      # shellcheck disable=SC2086
+      env ${MKG_BENCHX_ENV:-} timeout 900 "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" --dtype $dt \
+        --out "$out/gemm_${xn}_$dt.json" --commit "$commit" $xa >"/tmp/bench_${xn}_$dt.txt" 2>&1
+      say "bench $xn $dt rc=$?"; tail -8 "/tmp/bench_${xn}_$dt.txt" | tee -a "$log"
+      { echo "#### bench $xn $dt: $xa"; cat "/tmp/bench_${xn}_$dt.txt"; } >>"$out/bench.txt"
+    done
   done
 fi
 if has ncukern; then

@@ -235,19 +235,33 @@ static __device__ __forceinline__ int mkg_unit_count(const mkg_gemm_params *p, i
 // this launch only: evict-first too, so its lines are not kept past the launch either. A
 // megakernel's A (activations, deps.wait set) keeps the default policy. MKG_DEPS_L2_DEFAULT
 // turns the one-tile rule off (the bench's --l2-hints 0).
+// NOTE: a load without evict-first is issued unhinted. An explicit createpolicy
+// L2::evict_normal operand is not the default: with it, rows that live on L2 reuse ran up
+// to 1.6x slower (v70's first run, ac5a36f).
 struct mkg_load_policy {
-    uint64_t a, b;
+    uint64_t first;     // the evict-first policy
+    bool a, b;          // A / B loads under it
 };
 
 template <int TM>
 static __device__ __forceinline__ mkg_load_policy mkg_load_policies(const mkg_gemm_params *p, int m)
 {
     const bool once = m <= TM && !(p->deps.flags & MKG_DEPS_L2_DEFAULT);
-    const uint64_t first = mkg_l2_policy_evict_first(), normal = mkg_l2_policy_evict_normal();
     mkg_load_policy q;
-    q.b = (once || (p->deps.flags & MKG_DEPS_B_EVICT_FIRST)) ? first : normal;
-    q.a = (once && !p->deps.wait) ? first : normal;
+    q.first = mkg_l2_policy_evict_first();
+    q.b = once || (p->deps.flags & MKG_DEPS_B_EVICT_FIRST);
+    q.a = once && !p->deps.wait;
     return q;
+}
+
+// One operand load, under the evict-first policy when `first` is set, else unhinted.
+static __device__ __forceinline__ void mkg_tma_load_2d_pol(uint32_t dst, const CUtensorMap *map, uint32_t bar, int c0,
+                                                           int c1, bool first, uint64_t policy)
+{
+    if (first)
+        mkg_tma_load_2d_hint(dst, map, bar, c0, c1, policy);
+    else
+        mkg_tma_load_2d(dst, map, bar, c0, c1);
 }
 
 // Megakernel GEMMs (deps.wait set) split a unit's loads in two: B (weights) of the
@@ -266,7 +280,7 @@ static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_pa
     const int kt0 = u.c0 * u.kct;
     const int cap = (int)((p->deps.flags >> MKG_DEPS_PRE_SHIFT) & 0xffu);
     const int pre = min(cap ? min(cap, ST) : ST, min(u.c1 * u.kct, u.kt) - kt0);
-    const uint64_t pol_b = mkg_load_policies<TM>(p, m).b;
+    const mkg_load_policy pol = mkg_load_policies<TM>(p, m);
     for (int i = 0; i < pre; ++i) {
         const uint32_t s = r->slot;
         if (!mkg_ring_mine<NP>(s)) {
@@ -278,8 +292,8 @@ static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_pa
         mkg_mbarrier_arrive_expect_tx(full, S::STAGE_BYTES);
 #pragma unroll
         for (int h = 0; h < KH; ++h)
-            mkg_tma_load_2d_hint(sm->ring + s * S::STAGE_BYTES + h * S::SUB_BYTES + S::A_BYTES, map_b, full,
-                                 ((kt0 + i) * KH + h) * TK, u.t.n * TN, pol_b);
+            mkg_tma_load_2d_pol(sm->ring + s * S::STAGE_BYTES + h * S::SUB_BYTES + S::A_BYTES, map_b, full,
+                                ((kt0 + i) * KH + h) * TK, u.t.n * TN, pol.b, pol.first);
         mkg_ring_advance<ST>(r);
     }
     if ((p->deps.flags & MKG_DEPS_L2_TAIL) && mkg_producer_rank<NP>() == 0) {
@@ -323,8 +337,8 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
             continue;                                 // armed by the other producer, which loads its A
 #pragma unroll
         for (int h = 0; h < KH; ++h)
-            mkg_tma_load_2d_hint(sm->ring + s * S::STAGE_BYTES + h * S::SUB_BYTES, map_a, sm->full + 8u * s,
-                                 ((kt0 + i) * KH + h) * TK, u.t.m * TM, pol.a);
+            mkg_tma_load_2d_pol(sm->ring + s * S::STAGE_BYTES + h * S::SUB_BYTES, map_a, sm->full + 8u * s,
+                                ((kt0 + i) * KH + h) * TK, u.t.m * TM, pol.a, pol.first);
     }
     for (int kt = kt0 + pre; kt < kt_end; ++kt) {
         const uint32_t s = r->slot;
@@ -341,12 +355,12 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
         for (int h = 0; h < KH; ++h) {
             const uint32_t sub = stage + h * S::SUB_BYTES;
             const int k0 = (kt * KH + h) * TK;
-            mkg_tma_load_2d_hint(sub, map_a, full, k0, u.t.m * TM, pol.a);
+            mkg_tma_load_2d_pol(sub, map_a, full, k0, u.t.m * TM, pol.a, pol.first);
             if constexpr (CL > 1)
                 mkg_tma_load_2d_multicast(sub + S::A_BYTES + rank * (TN / CL) * 128u, map_b, full, k0,
                                           u.t.n * TN + (int)rank * (TN / CL), (uint16_t)((1u << CL) - 1u));
             else
-                mkg_tma_load_2d_hint(sub + S::A_BYTES, map_b, full, k0, u.t.n * TN, pol.b);
+                mkg_tma_load_2d_pol(sub + S::A_BYTES, map_b, full, k0, u.t.n * TN, pol.b, pol.first);
         }
         MKG_PROBE_STAGE(1, kt - kt0);
         mkg_ring_advance<ST>(r);

@@ -151,7 +151,7 @@ static __device__ __forceinline__ void mkg_tma_load_2d_multicast(uint32_t dst, c
                  ::"r"(dst), "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask) : "memory");
 }
 
-// As mkg_tma_load_2d, with an L2 cache policy (mkg_l2_policy_evict_first / _evict_normal).
+// As mkg_tma_load_2d, with an L2 cache policy (mkg_l2_policy_evict_first).
 static __device__ __forceinline__ void mkg_tma_load_2d_hint(uint32_t dst, const CUtensorMap *map, uint32_t bar,
                                                             int c0, int c1, uint64_t policy)
 {
@@ -165,14 +165,6 @@ static __device__ __forceinline__ uint64_t mkg_l2_policy_evict_first(void)
 {
     uint64_t policy;
     asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-    return policy;
-}
-
-// The L2's default policy as an explicit operand (a hinted load that behaves as an unhinted one).
-static __device__ __forceinline__ uint64_t mkg_l2_policy_evict_normal(void)
-{
-    uint64_t policy;
-    asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(policy));
     return policy;
 }
 
