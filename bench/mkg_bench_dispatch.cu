@@ -8,6 +8,8 @@
  * takes the one-chunk path and the consumers hold only that epilogue (v38 in bench/NOTES.md).
  * A layer of another kind is reported as MKG_DISPATCH_NOT_PLAIN and skipped.
  */
+#include <stdlib.h>
+
 #include "mkg_bench_dispatch.h"
 #include "mkg_bench_dispatch_kernel.cuh"
 
@@ -16,6 +18,17 @@
 extern "C" int mkg_bench_dispatch_available(void)
 {
     return 1;
+}
+
+extern "C" int mkg_bench_dispatch_order(void)
+{
+    static int order = -1;
+    if (order < 0) {
+        const char *e = getenv("MKG_DISPATCH_ORDER");
+        const int v = e ? atoi(e) : 0;
+        order = v == 1 || v == 2 ? v : 0;
+    }
+    return order;
 }
 
 extern "C" cudaError_t mkg_bench_dispatch_init(void)
@@ -32,14 +45,24 @@ extern "C" cudaError_t mkg_bench_dispatch_launch(mkg_dtype dt, const mkg_layer_d
                                                  const int *m_cur, unsigned int *err, int layer, int grid,
                                                  cudaStream_t stream)
 {
+    static int sms = 0;
+    if (!sms) {
+        int dev = 0;
+        cudaError_t e = cudaGetDevice(&dev);
+        if (e == cudaSuccess)
+            e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        if (e != cudaSuccess)
+            return e;
+    }
+    const int order = mkg_bench_dispatch_order() == 2 && grid != sms ? 1 : mkg_bench_dispatch_order();
     if (dt == MKG_DTYPE_BF16)
         mkg_bench_dispatch_kernel<MKG_DTYPE_BF16, MKG_DTYPE_BF16>
             <<<grid, MKG_LAUNCH_THREADS, MKG_LAUNCH_SMEM_BYTES, stream>>>(rows, count, m_cur, err, layer,
-                                                                               mkg_launch_producers());
+                                                                               mkg_launch_producers(), order);
     else if (dt == MKG_DTYPE_FP16)
         mkg_bench_dispatch_kernel<MKG_DTYPE_FP16, MKG_DTYPE_FP16>
             <<<grid, MKG_LAUNCH_THREADS, MKG_LAUNCH_SMEM_BYTES, stream>>>(rows, count, m_cur, err, layer,
-                                                                               mkg_launch_producers());
+                                                                               mkg_launch_producers(), order);
     else
         return cudaErrorInvalidValue;
     return cudaGetLastError();

@@ -12,7 +12,7 @@
 template <int DT, int OT>
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
 mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, const int *__restrict__ m_cur,
-                          unsigned int *err, int layer, int producers)
+                          unsigned int *err, int layer, int producers, int order)
 {
     extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
     __shared__ mkg_dispatch_slot slot;
@@ -30,6 +30,13 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
     if (threadIdx.x == 0)
         MKG_PROBE(1);
 
+    // This CTA's rank in unit order (MKG_DISPATCH_ORDER, bench/mkg_bench_dispatch.cu): 0 blockIdx,
+    // 1 even CTAs first (mkg_cta_rank_spread), 2 even SMs first by %smid (a diagnostic: right only
+    // while every SM runs exactly one CTA of the grid, which the host checks it can be).
+    const int b = (int)blockIdx.x, grid = (int)gridDim.x;
+    const int rank = mkg_warp_uniform(order == 1   ? mkg_cta_rank_spread(b, grid)
+                                      : order == 2 ? mkg_cta_rank_spread(mkg_smid(), grid)
+                                                   : b);
     mkg_ring ring = mkg_ring_start();
     const mkg_gemm_params *p = NULL;
     int m = 0, units = 0;
@@ -42,7 +49,7 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
             const int s = mkg_dispatch_begin_slot(rows, layer, &slot, &ring, &sm, 1, &p, &m, &units);
             if (threadIdx.x == 0)
                 MKG_PROBE(2);
-            for (int u = blockIdx.x; s >= 0 && u < units; u += gridDim.x) {
+            for (int u = rank; s >= 0 && u < units; u += grid) {
                 if (np == 2)
                     mkg_dispatch_produce<0, true, 2, true>(p, s, m, u, &ring, &sm);
                 else
@@ -56,7 +63,7 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
         const int wg = mkg_warp_uniform((int)threadIdx.x / 128) - 1;
         const int s = mkg_dispatch_begin_slot(rows, layer, &slot, &ring, &sm, 0, &p, &m, &units);
         if (s >= 0)
-            mkg_dispatch_consume_units_one<DT, OT>(p, s, m, (int)blockIdx.x, (int)gridDim.x, units, &ring, &sm, wg);
+            mkg_dispatch_consume_units_one<DT, OT>(p, s, m, rank, grid, units, &ring, &sm, wg);
         MKG_PROBE(5 + 4 * wg);
         mkg_epilogue_drain();
         MKG_PROBE(6 + 4 * wg);

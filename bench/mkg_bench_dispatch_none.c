@@ -9,6 +9,11 @@ int mkg_bench_dispatch_available(void)
     return 0;
 }
 
+int mkg_bench_dispatch_order(void)
+{
+    return 0;
+}
+
 cudaError_t mkg_bench_dispatch_init(void)
 {
     return cudaSuccess;

@@ -213,20 +213,26 @@ fi
 if has benchx; then
   # More benchmark passes with their own arguments (e.g. issue 4's decode rows under another K-chunk
   # policy): MKG_BENCHX_ARGS (';'-separated argument sets, one pass each), MKG_BENCHX_DTYPES (bf16),
-  # MKG_BENCHX_ENV (environment assignments for them, e.g. MKG_PRODUCERS=1); JSON gemm_x_$dt.json for
+  # MKG_BENCHX_ENV (environment assignments for all of them, e.g. MKG_PRODUCERS=1; a set's own leading
+  # NAME=value words for that set); JSON gemm_x_$dt.json for
   # the first set, gemm_x2_$dt.json, gemm_x3_$dt.json, ... for the others; logs appended to bench.txt.
   IFS=';' read -r -a benchx_sets <<<"${MKG_BENCHX_ARGS:-}"
   [ ${#benchx_sets[@]} -gt 0 ] || benchx_sets=("")
   xi=0
-  for xa in "${benchx_sets[@]}"; do
+  for xs in "${benchx_sets[@]}"; do
     xi=$((xi + 1)); xn=x; [ $xi -gt 1 ] && xn=x$xi
-    say "gemm benchmark $xn (${MKG_BENCHX_ENV:-} $xa)"
+    # a set's leading NAME=value words are its own environment (e.g. "MKG_DISPATCH_ORDER=1 --max-m 64")
+    xe=""; xa=""
+    for w in $xs; do
+      if [ -z "$xa" ] && [[ "$w" =~ ^[A-Z_][A-Z0-9_]*= ]]; then xe="$xe $w"; else xa="$xa $w"; fi
+    done
+    say "gemm benchmark $xn (${MKG_BENCHX_ENV:-}$xe |$xa)"
     for dt in ${MKG_BENCHX_DTYPES:-bf16}; do
       # shellcheck disable=SC2086
-      env ${MKG_BENCHX_ENV:-} timeout 900 "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" --dtype $dt \
+      env ${MKG_BENCHX_ENV:-} $xe timeout 900 "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" --dtype $dt \
         --out "$out/gemm_${xn}_$dt.json" --commit "$commit" $xa >"/tmp/bench_${xn}_$dt.txt" 2>&1
       say "bench $xn $dt rc=$?"; tail -8 "/tmp/bench_${xn}_$dt.txt" | tee -a "$log"
-      { echo "#### bench $xn $dt: $xa"; cat "/tmp/bench_${xn}_$dt.txt"; } >>"$out/bench.txt"
+      { echo "#### bench $xn $dt:$xe |$xa"; cat "/tmp/bench_${xn}_$dt.txt"; } >>"$out/bench.txt"
     done
   done
 fi

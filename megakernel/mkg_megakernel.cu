@@ -46,10 +46,11 @@ static_assert(MKG_MK_ATTN_WS_FLOATS == MKG_OP_DECODE_WS_FLOATS, "the host sizes 
 #define MKG_MK_READY_AT (MKG_LAUNCH_EPI_BYTES - 8)
 #define MKG_MK_PHASE_AT (MKG_LAUNCH_EPI_BYTES - 48)
 
-// First item of a task on this CTA, when the task's items start at CTA `base`.
-static __device__ __forceinline__ int mkg_mk_first(int base)
+// First item of a task on the CTA of rank `me` (its blockIdx, or with MKG_MK_OPT_TPC_SPREAD its
+// mkg_cta_rank_spread), when the task's items start at rank `base`.
+static __device__ __forceinline__ int mkg_mk_first(int me, int base)
 {
-    return ((int)blockIdx.x - base + (int)gridDim.x) % (int)gridDim.x;
+    return (me - base + (int)gridDim.x) % (int)gridDim.x;
 }
 
 // Timeline entry {task << 32 | item, start, ready, end, phase 0..2}; ready: when the item's
@@ -248,6 +249,7 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
         mkg_smem_init(&sm);
     __syncthreads();
     const int grid = (int)gridDim.x;
+    const int me = (a.opts & MKG_MK_OPT_TPC_SPREAD) ? mkg_cta_rank_spread((int)blockIdx.x, grid) : (int)blockIdx.x;
     mkg_ring ring = mkg_ring_start();
     // NOTE: the megakernel's own register split: its producer runs dependency waits,
     // which do not fit the library's 40-register producer budget (ptxas ignored it).
@@ -270,7 +272,7 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                     const int s = mkg_dispatch_begin<MKG_DTYPE_BF16, 1>(a.rows, a.row_count, a.m_cur, op.table_row,
                                                                         a.dispatch_err, &ring, &sm, 1, &p, &m, &units);
                     items = s < 0 ? 0 : units;
-                    for (int u = mkg_mk_first(base); u < items; u += grid)
+                    for (int u = mkg_mk_first(me, base); u < items; u += grid)
                         if (np == 2)
                             mkg_dispatch_produce<1, false, 2>(p, s, m, u, &ring, &sm);
                         else
@@ -319,11 +321,11 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                     }
                 };
                 if (s >= 0)
-                    mkg_dispatch_consume_units<MKG_DTYPE_BF16>(p, s, m, mkg_mk_first(base), grid, items, &ring, &sm,
+                    mkg_dispatch_consume_units<MKG_DTYPE_BF16>(p, s, m, mkg_mk_first(me, base), grid, items, &ring, &sm,
                                                                wg, on_unit);
             } else {
                 items = mkg_warp_uniform(mkg_mk_items(&op, &a.cfg, a.m, a.prefill, a.attn_split));
-                for (int i = mkg_mk_first(base); i < items; i += grid) {
+                for (int i = mkg_mk_first(me, base); i < items; i += grid) {
                     const uint64_t t0 = a.timeline ? mkg_globaltimer() : 0;
                     mkg_mk_run_item(&a, o, &op, i, scratch, tid, items <= grid);
                     if (tid == 0)

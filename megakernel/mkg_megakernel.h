@@ -44,6 +44,8 @@ extern "C" {
 #define MKG_MK_OPT_JOIN_EXIT 16384u  /* all 384 threads meet at a CTA barrier before exit (the producer warps' idle
                                         threads exit at once otherwise); a compute-sanitizer racecheck experiment */
 #define MKG_MK_OPT_A_MAP_PREFETCH 32768u /* GEMMs: A's tensor map prefetched right before the wait (MKG_DEPS_A_MAP_PREFETCH) */
+#define MKG_MK_OPT_TPC_SPREAD 65536u /* items dealt to CTAs in mkg_cta_rank_spread order (even CTAs first: one SM per
+                                        TPC while a task has fewer items than SMs) instead of blockIdx order */
 /* Bits the GEMM rows of the dispatch table take at mkg_mk_create (deps.flags). */
 #define MKG_MK_OPT_TABLE_BITS \
     (MKG_MK_OPT_GEMM_L2_TAIL | MKG_MK_OPT_GEMM_L2_ALL | MKG_MK_OPT_B_EVICT_FIRST | MKG_MK_OPT_A_MAP_PREFETCH)
