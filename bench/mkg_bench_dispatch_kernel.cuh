@@ -30,9 +30,9 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
     if (threadIdx.x == 0)
         MKG_PROBE(1);
 
-    // This CTA's rank in unit order (MKG_DISPATCH_ORDER, bench/mkg_bench_dispatch.cu): 0 blockIdx,
-    // 1 even CTAs first (mkg_cta_rank_spread), 2 even SMs first by %smid (a diagnostic: right only
-    // while every SM runs exactly one CTA of the grid, which the host checks it can be).
+    // This CTA's rank in unit order (mkg_bench_dispatch_order): 1 even CTAs first
+    // (mkg_cta_rank_spread, the default), 0 blockIdx, 2 even SMs first by %smid (a diagnostic:
+    // right only while every SM runs exactly one CTA of the grid, which the host checks it can be).
     const int b = (int)blockIdx.x, grid = (int)gridDim.x;
     const int rank = mkg_warp_uniform(order == 1   ? mkg_cta_rank_spread(b, grid)
                                       : order == 2 ? mkg_cta_rank_spread(mkg_smid(), grid)
