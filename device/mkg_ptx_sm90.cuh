@@ -295,16 +295,6 @@ static __device__ __forceinline__ int mkg_smid(void)
     return (int)id;
 }
 
-// CTA b's place in unit order when a one-CTA-per-SM grid deals units (or task items) to
-// ranks 0, 1, 2, ...: even CTAs first, then odd ones. A grid of one CTA per SM puts CTAs 2i
-// and 2i + 1 on the two SMs of one TPC (bench/results/placement_probe_h200.txt), so a row with
-// fewer units than SMs runs on one SM of each of its TPCs instead of both SMs of half of them.
-// A bijection of [0, grid) for every grid.
-static __device__ __forceinline__ int mkg_cta_rank_spread(int b, int grid)
-{
-    return (b & 1) ? (grid + 1) / 2 + (b >> 1) : (b >> 1);
-}
-
 // ---- global vector access for split-K partials ---------------------------------------
 
 static __device__ __forceinline__ void mkg_st_global_v4(float *p, float a, float b, float c, float d)

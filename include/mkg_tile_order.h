@@ -66,6 +66,16 @@ static MKG_HD mkg_tile mkg_tile_of_cluster_unit(int u, int rank, int cl, int til
     return t;
 }
 
+/* CTA b's place in unit order when a one-CTA-per-SM grid deals work units (or task items) to
+ * ranks 0, 1, 2, ...: even CTAs first, then odd ones. Such a grid puts CTAs 2i and 2i + 1 on the
+ * two SMs of one TPC (bench/results/placement_probe_h200.txt), so a row with fewer units than
+ * SMs runs on one SM of each of its TPCs instead of both SMs of half of them (v71 in
+ * bench/NOTES.md). A bijection of [0, grid) for every grid >= 1 (a CPU test checks it). */
+static MKG_HD int mkg_cta_rank_spread(int b, int grid)
+{
+    return (b & 1) ? (grid + 1) / 2 + (b >> 1) : (b >> 1);
+}
+
 /* ---- canonical K chunks and split-K ---------------------------------------------
  * A layer's K is cut into chunks of KC elements (KC a multiple of the stage depth
  * TK, or KC >= K for one chunk). A schedule with SPLIT s cuts every tile's chunks

@@ -142,6 +142,41 @@ TEST(TileOrder, RasterNWalksAlongNInsideABand)
     EXPECT_EQ(t3.m, 1);
 }
 
+// Units dealt by rank (mkg_cta_rank_spread): every grid's ranks are a permutation of the CTAs,
+// and the first ceil(grid / 2) ranks are the even CTAs, so up to that many units run on CTAs
+// that never share a TPC (CTAs 2i and 2i + 1 do) and every unit runs exactly once.
+TEST(TileOrder, RankSpreadIsAPermutationEvenCtasFirst)
+{
+    for (int grid = 1; grid <= 300; ++grid) {
+        std::vector<int> seen(static_cast<size_t>(grid), 0);
+        for (int b = 0; b < grid; ++b) {
+            const int r = mkg_cta_rank_spread(b, grid);
+            ASSERT_GE(r, 0) << "grid " << grid << " cta " << b;
+            ASSERT_LT(r, grid) << "grid " << grid << " cta " << b;
+            ++seen[static_cast<size_t>(r)];
+            EXPECT_EQ(r < (grid + 1) / 2, b % 2 == 0) << "grid " << grid << " cta " << b;
+        }
+        for (int r = 0; r < grid; ++r)
+            ASSERT_EQ(seen[static_cast<size_t>(r)], 1) << "grid " << grid << " rank " << r;
+        // Units u = rank, rank + grid, ... on each CTA: each of 3 * grid + 5 units exactly once.
+        const int units = 3 * grid + 5;
+        std::vector<int> ran(static_cast<size_t>(units), 0);
+        for (int b = 0; b < grid; ++b)
+            for (int u = mkg_cta_rank_spread(b, grid); u < units; u += grid)
+                ++ran[static_cast<size_t>(u)];
+        for (int u = 0; u < units; ++u)
+            ASSERT_EQ(ran[static_cast<size_t>(u)], 1) << "grid " << grid << " unit " << u;
+    }
+    // 64 units on the H200's 132 CTAs: CTAs 0, 2, ..., 126, one per TPC.
+    for (int u = 0; u < 64; ++u) {
+        int cta = -1;
+        for (int b = 0; b < 132; ++b)
+            if (mkg_cta_rank_spread(b, 132) == u)
+                cta = b;
+        EXPECT_EQ(cta, 2 * u);
+    }
+}
+
 TEST(ChunkSplit, EveryKCoveredExactlyOnceForEverySplit)
 {
     const int ks[] = {8, 64, 72, 1000, 2048, 4096, 4160, 8192, 14336};
