@@ -57,7 +57,9 @@ typedef struct mkg_gemm_deps {
 #define MKG_DEPS_L2_TAIL 1u        /**< before the wait, the producer also asks the L2 for the unit's B tiles
                                         past the first stages (the weight stream goes on while A is not ready) */
 #define MKG_DEPS_B_EVICT_FIRST 2u  /**< B (weights, read once per step) loads with an L2 evict-first hint, so
-                                        they do not push activations, caches and code out of the L2 */
+                                        they do not push activations, caches and code out of the L2 (a GEMM
+                                        whose M fits one tile streams B, and without deps.wait A, that way
+                                        whatever the flags say, unless MKG_DEPS_L2_DEFAULT) */
 #define MKG_DEPS_A_MAP_PREFETCH 4u /**< after those first stages, the producer asks the TMA unit for A's tensor
                                         map before it waits, so A's first load after the wait does not fetch it */
 #define MKG_DEPS_L2_DEFAULT 8u    /**< every operand load under the L2's default policy, also where the library
