@@ -6,7 +6,8 @@
 #   MKG_STAGES   comma list of stages to run (default: build,sass,test,sanitize,bench; also probe
 #                (tools/launch_probe.cu), mk, mkopts (the demo per MKG_MK_OPTS_LIST value or MKG_MK_CASES
 #                entry), sq8192 (square_8192 bf16, MKG_SQ_RUNS runs), ncu, ncusrc, ncustall, cubsrc, ncumk (the
-#                megakernel's sampled stall reasons), raceprobe (tools/racecheck_named_barrier_probe.cu under
+#                megakernel's sampled stall reasons), streamprobe (tools/weight_stream_probe.cu and
+#                tools/tpc_stream_probe.cu, compiled standalone), raceprobe (tools/racecheck_named_barrier_probe.cu under
 #                racecheck), ncukern (ncu device time of our GEMM kernels per instantiation while the
 #                bench runs MKG_NCUKERN_ARGS), benchx (more GEMM benchmark passes: MKG_BENCHX_ARGS, ';'-separated
 #                argument sets, MKG_BENCHX_DTYPES), cubnames (cuBLASLt's kernels for MKG_CUBNAMES="SHAPE:M ..."))
@@ -51,6 +52,20 @@ has() { [[ "$stages" == *",$1,"* ]]; }
 
 say "commit $commit  $(date -u +%FT%TZ)"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu --format=csv 2>&1 | tee -a "$log"
+
+if has streamprobe; then
+  # Standalone compiles (seconds, no CMake build needed): tools/weight_stream_probe.cu (issue 4: the
+  # weight stream by TMA box shape and layout, against the copy bandwidth) and tools/tpc_stream_probe.cu
+  # (v71: one SM per TPC against both SMs of half as many TPCs).
+  say "stream probes"
+  for p in weight_stream_probe tpc_stream_probe; do
+    nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -I "$root/include" \
+      -I "$root/device" -I "$root/host_harness" -I "$root/tools" "$root/tools/$p.cu" -o "/tmp/$p" -lcuda \
+      >>"$out/stream_probe.txt" 2>&1 && timeout 120 "/tmp/$p" >>"$out/stream_probe.txt" 2>&1
+    say "$p rc=$?"
+  done
+  cat "$out/stream_probe.txt" | tee -a "$log" >/dev/null
+fi
 
 if has build; then
   say "build"

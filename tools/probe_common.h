@@ -3,6 +3,7 @@
  *   encode()             a row-major bf16 matrix of rows x cols as a tensor map, box {64 columns,
  *                        box_rows}, 128-byte swizzle, L2 promotion 256 B (as the library's maps),
  *                        through the driver entry point obtained from the runtime; exits on failure;
+ *                        encode_promo() the same with another L2 promotion;
  *   probe_fill_bf16      fresh hashed bf16 values in [-0.5, 0.5) (never all zeros);
  *   probe_wgmma_drain<H> retire every wgmma of the warpgroup and fence its H accumulators;
  *   probe_sm90()         line-buffered stdout and device 0's properties; false (with a "skip" line)
@@ -25,7 +26,17 @@ typedef CUresult (*probe_encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32
                                     const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
                                     CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 
+/* As encode(), with the L2 promotion given (CU_TENSOR_MAP_L2_PROMOTION_*). */
+static inline void encode_promo(CUtensorMap *map, const void *ptr, int rows, int cols, int box_rows,
+                                CUtensorMapL2promotion promo);
+
 static inline void encode(CUtensorMap *map, const void *ptr, int rows, int cols, int box_rows)
+{
+    encode_promo(map, ptr, rows, cols, box_rows, CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+}
+
+static inline void encode_promo(CUtensorMap *map, const void *ptr, int rows, int cols, int box_rows,
+                                CUtensorMapL2promotion promo)
 {
     static probe_encode_fn enc = NULL;
     if (!enc) {
@@ -39,8 +50,7 @@ static inline void encode(CUtensorMap *map, const void *ptr, int rows, int cols,
     const cuuint32_t box[2] = {64, (cuuint32_t)box_rows};
     const cuuint32_t es[2] = {1, 1};
     if (enc(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)ptr, dims, strides, box, es,
-            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, promo, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
         fprintf(stderr, "cuTensorMapEncodeTiled failed\n");
         exit(1);
     }
