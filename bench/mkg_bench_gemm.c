@@ -85,6 +85,8 @@ static void mkg_bench_usage(FILE *f)
             "  --l2-hints 0|1  0: every operand load of ours under the L2's default policy (MKG_DEPS_L2_DEFAULT),\n"
             "                  for A/B against the library's evict-first streaming of one-tile GEMMs (default 1;\n"
             "                  JSON l2_hints)\n"
+            "  MKG_TMA_L2_PROMOTION=0|64|128|256 in the environment: the L2 promotion of every tensor map\n"
+            "                  (default 128; JSON tma_l2_promotion)\n"
             "  --autotune-out FILE\n"
             "                  after the runs, write a table file: per (layer, M bucket) the fastest\n"
             "                  measured schedule, the cost model where nothing was measured\n"

@@ -5,7 +5,9 @@
  * K contiguous) gets one map per box height in MKG_BOX_CLASSES: box {64, rows},
  * 128-byte swizzle, out-of-bounds elements read as zero. C (M x N) gets one map
  * per epilogue box height (8..64 rows of 128 bytes); TMA stores clip at M and N.
+ * Every map's L2 promotion is mkg_tma_l2_promotion() bytes.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include <cuda.h>
@@ -40,6 +42,25 @@ static CUtensorMapDataType mkg_tma_dtype(mkg_dtype t)
                                : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
 }
 
+int mkg_tma_l2_promotion(void)
+{
+    static int bytes = -1;
+    if (bytes < 0) {
+        const char *e = getenv("MKG_TMA_L2_PROMOTION");
+        const int v = e ? atoi(e) : -1;
+        bytes = e && (v == 0 || v == 64 || v == 128 || v == 256) ? v : MKG_TMA_L2_PROMOTION_DEFAULT;
+    }
+    return bytes;
+}
+
+static CUtensorMapL2promotion mkg_tma_promotion_enum(int bytes)
+{
+    return bytes == 256 ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+         : bytes == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+         : bytes == 64  ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B
+                        : CU_TENSOR_MAP_L2_PROMOTION_NONE;
+}
+
 /* A rows x cols matrix (cols contiguous, row stride ld elements) with a box of
  * 128 bytes of columns by box_rows rows, 128-byte swizzled. */
 static mkg_status mkg_encode_operand(mkg_encode_tiled_fn enc, CUtensorMap *map, const void *ptr, mkg_dtype t,
@@ -51,7 +72,7 @@ static mkg_status mkg_encode_operand(mkg_encode_tiled_fn enc, CUtensorMap *map, 
     const cuuint32_t elem_strides[2] = {1, 1};
     const CUtensorMapDataType dt = mkg_tma_dtype(t);
     CUresult r = enc(map, dt, 2, (void *)ptr, dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                     CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                     CU_TENSOR_MAP_SWIZZLE_128B, mkg_tma_promotion_enum(mkg_tma_l2_promotion()),
                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? MKG_OK : MKG_ERR_TENSOR_MAP;
 }

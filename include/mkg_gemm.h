@@ -152,6 +152,15 @@ mkg_status mkg_device_check(void);
 /** Validates d and encodes its tensor maps into *out (host memory). */
 mkg_status mkg_gemm_encode_params(const mkg_gemm_desc *d, mkg_gemm_params *out);
 
+/** L2 promotion of every tensor map mkg_gemm_encode_params writes, in bytes: how much the L2
+ *  fetches from DRAM around a TMA box row that misses. 128 B, one box row: 132 SMs streaming
+ *  weights in the GEMM's boxes read at 1.05 of the copy bandwidth with 128 B or none and at
+ *  0.93-0.97 with 256 B (tools/weight_stream_probe.cu, bench/NOTES.md v72). */
+#define MKG_TMA_L2_PROMOTION_DEFAULT 128
+/** MKG_TMA_L2_PROMOTION_DEFAULT, or 0, 64, 128 or 256 from MKG_TMA_L2_PROMOTION in the environment
+ *  (read once; an A/B switch for measurements). */
+int mkg_tma_l2_promotion(void);
+
 /** A prepared GEMM: validated descriptor plus its params uploaded to the device. */
 typedef struct mkg_gemm_op mkg_gemm_op;
 
