@@ -267,7 +267,8 @@ static __device__ __forceinline__ void mkg_tma_load_2d_pol(uint32_t dst, const C
 // Megakernel GEMMs (deps.wait set) split a unit's loads in two: B (weights) of the
 // first stages goes out before A's rows are ready, so the weight stream overlaps the
 // wait; then A lands in those stages and the rest of the unit follows. Returns the
-// number of stages started and the A rows [*row0, *row1) to wait for.
+// number of stages started (0 under MKG_DEPS_READY_IN_ORDER when A is complete already)
+// and the A rows [*row0, *row1) to wait for.
 // NP: producer threads sharing the ring (mkg_ring_mine); this one fills its own slots only.
 template <int TM, int TN, int TK, int ST, int SWAP, bool ONE = false, int KH = 1, int NP = 1>
 static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_params *p, int m, int unit, int raster,
@@ -276,6 +277,14 @@ static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_pa
 {
     typedef mkg_shape<TM, TN, TK, ST, SWAP, KH> S;
     const mkg_unit u = mkg_unit_of<TM, TN, TK, 1, ONE, KH>(p, m, unit, raster, group, split);
+    *row0 = u.t.m * TM;
+    *row1 = u.t.m * TM + TM;
+    // MKG_DEPS_READY_IN_ORDER: input complete already (the producer reached the unit late, e.g.
+    // after a ring layout change): B first would only queue A's loads behind the unit's first
+    // stages of B in this SM's TMA unit, and the ring would refill in bursts.
+    if (NP == 1 && (p->deps.flags & MKG_DEPS_READY_IN_ORDER) &&
+        mkg_dep_ready_rows(p->deps.wait, p->deps.wait_per_row, m, *row0, *row1))
+        return 0;
     const CUtensorMap *map_b = &p->b_map[mkg_box_class(TN)];
     const int kt0 = u.c0 * u.kct;
     const int cap = (int)((p->deps.flags >> MKG_DEPS_PRE_SHIFT) & 0xffu);
@@ -305,8 +314,6 @@ static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_pa
     }
     if (p->deps.flags & MKG_DEPS_A_MAP_PREFETCH)
         mkg_prefetch_tensormap(&p->a_map[mkg_box_class(TM)]);
-    *row0 = u.t.m * TM;
-    *row1 = u.t.m * TM + TM;
     return pre;
 }
 

@@ -64,11 +64,14 @@ typedef struct mkg_gemm_deps {
                                         map before it waits, so A's first load after the wait does not fetch it */
 #define MKG_DEPS_L2_DEFAULT 8u    /**< every operand load under the L2's default policy, also where the library
                                         would stream a one-tile GEMM's operands evict-first (A/B measurement) */
+#define MKG_DEPS_READY_IN_ORDER 16u /**< a unit whose input is already complete when its producer reaches it
+                                        loads in stage order (A and B of each stage together) instead of B
+                                        first; one producer thread only (the megakernel's default) */
 #define MKG_DEPS_PRE_SHIFT 8       /**< flags bits 8..15: at most that many B stages before the wait (0: as many
                                         as the ring holds) */
 #define MKG_DEPS_KNOWN                                                                                 \
     (MKG_DEPS_L2_TAIL | MKG_DEPS_B_EVICT_FIRST | MKG_DEPS_A_MAP_PREFETCH | MKG_DEPS_L2_DEFAULT |             \
-     (0xffu << MKG_DEPS_PRE_SHIFT))
+     MKG_DEPS_READY_IN_ORDER | (0xffu << MKG_DEPS_PRE_SHIFT))
 
 /** A GEMM as the caller describes it. Leading dimensions are in elements. */
 typedef struct mkg_gemm_desc {

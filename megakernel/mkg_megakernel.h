@@ -46,9 +46,13 @@ extern "C" {
 #define MKG_MK_OPT_A_MAP_PREFETCH 32768u /* GEMMs: A's tensor map prefetched right before the wait (MKG_DEPS_A_MAP_PREFETCH) */
 #define MKG_MK_OPT_TPC_SPREAD 65536u /* items dealt to CTAs in mkg_cta_rank_spread order (even CTAs first: one SM per
                                         TPC while a task has fewer items than SMs) instead of blockIdx order */
+#define MKG_MK_OPT_READY_IN_ORDER 131072u /* GEMMs: a unit whose input is complete when its producer reaches it
+                                            loads in stage order, not weights first (MKG_DEPS_READY_IN_ORDER; with
+                                            one producer) */
 /* Bits the GEMM rows of the dispatch table take at mkg_mk_create (deps.flags). */
-#define MKG_MK_OPT_TABLE_BITS \
-    (MKG_MK_OPT_GEMM_L2_TAIL | MKG_MK_OPT_GEMM_L2_ALL | MKG_MK_OPT_B_EVICT_FIRST | MKG_MK_OPT_A_MAP_PREFETCH)
+#define MKG_MK_OPT_TABLE_BITS                                                                          \
+    (MKG_MK_OPT_GEMM_L2_TAIL | MKG_MK_OPT_GEMM_L2_ALL | MKG_MK_OPT_B_EVICT_FIRST | MKG_MK_OPT_A_MAP_PREFETCH | \
+     MKG_MK_OPT_READY_IN_ORDER)
 #define MKG_MK_OPT_DEFAULT 2275u /* 1 2 32 64 128 2048; the L2 tail measured slower (bench/NOTES.md, mk-v7, mk-v9) */
 
 /* Kernel arguments of one step (passed by value, __grid_constant__). */

@@ -119,6 +119,7 @@ static void mkg_mk_describe(mkg_mk *mk)
                         : 0u) |
                    ((mk->opts & MKG_MK_OPT_B_EVICT_FIRST) ? MKG_DEPS_B_EVICT_FIRST : 0u) |
                    ((mk->opts & MKG_MK_OPT_A_MAP_PREFETCH) ? MKG_DEPS_A_MAP_PREFETCH : 0u) |
+                   ((mk->opts & MKG_MK_OPT_READY_IN_ORDER) ? MKG_DEPS_READY_IN_ORDER : 0u) |
                    (mk->pre_stages & 0xffu) << MKG_DEPS_PRE_SHIFT;
     }
 }

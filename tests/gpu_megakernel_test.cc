@@ -8,7 +8,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "mkg_mk_runner.h"
@@ -174,6 +177,51 @@ TEST_F(Megakernel, TwoProducerOptionKeepsTheBits)
     }
     mkg_mk_set_launch_opts(mk, base);
     mkg_mk_runner_destroy(r);
+}
+
+// MKG_MK_OPT_READY_IN_ORDER is a table bit (fixed at mkg_mk_create, from MKG_MK_OPTS): a model
+// created with it must give the default model's logits bit for bit (same seed, same inputs).
+TEST_F(Megakernel, ReadyInOrderOptionKeepsTheBits)
+{
+    const mkg_model_config c = test_config(2);
+    const char *env = getenv("MKG_MK_OPTS");
+    const std::string saved = env ? env : "";
+    const mkg_mk_case cases[] = {{"decode", 1, 300, 1}, {"decode", 8, 40, 1}, {"prefill", 100, 0, 1}};
+    constexpr int kCases = 3;
+    std::vector<unsigned short> logits[2][kCases][2];
+    unsigned int opts[2] = {0u, 0u};
+    for (int v = 0; v < 2; ++v) {
+        if (v == 1) {
+            char buf[32];
+            snprintf(buf, sizeof buf, "%u", (opts[0] | MKG_MK_OPT_READY_IN_ORDER) & ~MKG_MK_OPT_TWO_PRODUCERS);
+            setenv("MKG_MK_OPTS", buf, 1);
+        }
+        mkg_mk_runner *r = nullptr;
+        const int rc = mkg_mk_runner_create(&c, &r);
+        if (v == 1) {
+            if (env)
+                setenv("MKG_MK_OPTS", saved.c_str(), 1);
+            else
+                unsetenv("MKG_MK_OPTS");
+        }
+        ASSERT_EQ(rc, 0);
+        opts[v] = mkg_mk_opts(mkg_mk_runner_mk(r));
+        for (int i = 0; i < kCases; ++i) {
+            const int rows[] = {0, cases[i].tokens - 1};
+            ASSERT_NO_FATAL_FAILURE(step_logits(r, cases[i], 5, rows, 2, logits[v][i]));
+        }
+        mkg_mk_runner_destroy(r);
+    }
+    ASSERT_TRUE((opts[1] & MKG_MK_OPT_READY_IN_ORDER) != 0u) << "the option did not take";
+    for (int i = 0; i < kCases; ++i)
+        for (int j = 0; j < 2; ++j) {
+            const unsigned short poison = 0xFFFFu;
+            EXPECT_EQ(std::count(logits[0][i][j].begin(), logits[0][i][j].end(), poison), 0)
+                << cases[i].phase << " " << cases[i].tokens << " tokens: logits row " << j << " not written";
+            EXPECT_EQ(memcmp(logits[0][i][j].data(), logits[1][i][j].data(), logits[0][i][j].size() * 2), 0)
+                << cases[i].phase << " " << cases[i].tokens << " tokens, logits row " << j
+                << ": the in-order loads differ from weights first";
+        }
 }
 
 // Small steps for compute-sanitizer (memcheck, racecheck, synccheck): 2 layers, decode
