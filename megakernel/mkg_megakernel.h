@@ -53,7 +53,8 @@ extern "C" {
 #define MKG_MK_OPT_TABLE_BITS                                                                          \
     (MKG_MK_OPT_GEMM_L2_TAIL | MKG_MK_OPT_GEMM_L2_ALL | MKG_MK_OPT_B_EVICT_FIRST | MKG_MK_OPT_A_MAP_PREFETCH | \
      MKG_MK_OPT_READY_IN_ORDER)
-#define MKG_MK_OPT_DEFAULT 2275u /* 1 2 32 64 128 2048; the L2 tail measured slower (bench/NOTES.md, mk-v7, mk-v9) */
+#define MKG_MK_OPT_DEFAULT 133347u /* 1 2 32 64 128 2048 131072 (v73: decode b1 -2.2%); the L2 tail measured slower
+                                     (bench/NOTES.md, mk-v7, mk-v9) */
 
 /* Kernel arguments of one step (passed by value, __grid_constant__). */
 typedef struct mkg_mk_args {

@@ -141,7 +141,7 @@ const BadCase kBad[] = {
          d->deps.stall = reinterpret_cast<unsigned int *>(0x70000);
      },
      MKG_ERR_BAD_BLOCK_SCALES},
-    {"deps.flags: a bit that is not an MKG_DEPS_*", [](mkg_gemm_desc *d) { d->deps.flags = 16u; },
+    {"deps.flags: a bit that is not an MKG_DEPS_*", [](mkg_gemm_desc *d) { d->deps.flags = 32u; },
      MKG_ERR_DEPS_FLAGS},
     {"deps.flags: a bit above the pre-stage field", [](mkg_gemm_desc *d) { d->deps.flags = 0x10000u; },
      MKG_ERR_DEPS_FLAGS},
