@@ -7,9 +7,9 @@
 #                (tools/launch_probe.cu), mk, mkopts (the demo per MKG_MK_OPTS_LIST value or MKG_MK_CASES
 #                entry), sq8192 (square_8192 bf16, MKG_SQ_RUNS runs), ncu, ncusrc, ncustall, cubsrc, ncumk (the
 #                megakernel's sampled stall reasons), streamprobe (tools/weight_stream_probe.cu and
-#                tools/tpc_stream_probe.cu, compiled standalone), raceprobe (tools/racecheck_named_barrier_probe.cu under
-#                racecheck), ncukern (ncu device time of our GEMM kernels per instantiation while the
-#                bench runs MKG_NCUKERN_ARGS), benchx (more GEMM benchmark passes: MKG_BENCHX_ARGS, ';'-separated
+#                tools/tpc_stream_probe.cu, compiled standalone), raceprobe
+#                (tools/racecheck_named_barrier_probe.cu under racecheck), ncukern (ncu device time of our
+#                GEMM kernels per instantiation while the bench runs MKG_NCUKERN_ARGS), benchx (more GEMM benchmark passes: MKG_BENCHX_ARGS, ';'-separated
 #                argument sets, MKG_BENCHX_DTYPES), cubnames (cuBLASLt's kernels for MKG_CUBNAMES="SHAPE:M ..."))
 #   MKG_BENCH_ARGS extra arguments for mkg_bench_gemm (e.g. "--only square_8192 --pdl 1"); MKG_BENCH_DTYPES
 #                ("bf16 fp16" by default; add tf32 for fp32 operands with tf32 math)

@@ -109,8 +109,8 @@ int main(int argc, char **argv)
         fprintf(json, "{\n  \"commit\": \"%s\",\n  \"date\": \"%s\",\n  \"gpu\": \"%s\",\n  \"sms\": %d,\n"
                       "  \"clocks_mhz\": {\"sm_max\": %d},\n  \"copy_tbps\": %.3f,\n  \"opts\": %u,\n"
                       "  \"tma_l2_promotion\": %d,\n  \"rows\": [\n",
-                args.commit, date, prop.name, prop.multiProcessorCount, clk / 1000, copy, mkg_mk_opts(mkg_mk_runner_mk(run)),
-                mkg_tma_l2_promotion());
+                args.commit, date, prop.name, prop.multiProcessorCount, clk / 1000, copy,
+                mkg_mk_opts(mkg_mk_runner_mk(run)), mkg_tma_l2_promotion());
     }
     int failed = 0;
     const int cases = (int)(sizeof mkg_demo_cases / sizeof mkg_demo_cases[0]);

@@ -112,7 +112,8 @@ void mkg_mk_set_timeout_ms(mkg_mk *mk, double ms);
 /* MKG_MK_OPT_* bits in force. */
 unsigned int mkg_mk_opts(const mkg_mk *mk);
 /* Sets the option bits read at each launch (for A/B runs and tests of one mk); the table
- * bits (MKG_MK_OPT_TABLE_BITS: GEMM L2 tail, evict-first, A map prefetch) were fixed at create and stay. */
+ * bits (MKG_MK_OPT_TABLE_BITS: GEMM L2 tail, evict-first, A map prefetch, in-order loads) were fixed at
+ * create and stay. */
 void mkg_mk_set_launch_opts(mkg_mk *mk, unsigned int opts);
 /* Test hook: non-GEMM task `task` waits for `extra` more elements than its input ever has (0: off). */
 void mkg_mk_force_stall(mkg_mk *mk, int task, unsigned int extra);

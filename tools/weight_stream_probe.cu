@@ -106,8 +106,8 @@ int main()
         {0, 4096, 64, 4, 6, 2}, {0, 4096, 32, 4, 12, 2}, {0, 4096, 64, 1, 16, 2}, {1, 4096, 64, 1, 16, 2},
         {0, 2048, 128, 2, 5, 2}, {0, 8192, 64, 2, 12, 2},
     };
-    static const CUtensorMapL2promotion promos[3] = {CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                                                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B};
+    static const CUtensorMapL2promotion promos[3] = {
+        CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B};
     static const char *promo_names[3] = {"none", "128B", "256B"};
     for (const cfg &c : cfgs) {
         const int step_elems = 64 * c.kb;                                  // k per step
