@@ -225,6 +225,19 @@ static __device__ __forceinline__ void mkg_dispatch_pick_warp(const mkg_layer_de
     }
 }
 
+// The ring layout key of schedule s under MKG_RING_HANDOVER: its stage geometry, so that rows
+// of equal stage count and size share one layout (mkg_ring_handover.h).
+static __device__ __forceinline__ int mkg_dispatch_ring_key(int s)
+{
+    switch (s) {
+#define MKG_X_KEY(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) \
+    case MKG_SCHED_##name: return mkg_ring_key(st, mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap, tk / 64>::STAGE_BYTES);
+        MKG_SCHEDULE_LIST(MKG_X_KEY)
+#undef MKG_X_KEY
+    default: return -1;
+    }
+}
+
 // After the CTA barrier that follows mkg_dispatch_pick_warp: one role starts `layer` from the
 // slot (as mkg_dispatch_begin, without the pick). -1 when the layer is skipped.
 static __device__ __forceinline__ int mkg_dispatch_begin_slot(const mkg_layer_dev *rows, int layer,
@@ -285,12 +298,14 @@ static __device__ __forceinline__ void mkg_dispatch_prefetch_maps(const mkg_laye
 
 // Starts `layer` for one role: picks its schedule, switches the ring to it and
 // returns the schedule with its params, M and unit count; -1 when the layer is
-// skipped (the error word says why). CHUNKS and OT as for mkg_dispatch_pick.
+// skipped (the error word says why). CHUNKS and OT as for mkg_dispatch_pick. handover: how
+// the ring changes layout (mkg_ring_switch; every role of a kernel passes the same keying).
 template <int DT, int CHUNKS = 0, int OT = -1>
 static __device__ __forceinline__ int mkg_dispatch_begin(const mkg_layer_dev *rows, int count, const int *m_cur,
                                                          int layer, unsigned int *err, mkg_ring *r,
                                                          const mkg_smem *sm, int producer,
-                                                         const mkg_gemm_params **p, int *m, int *units)
+                                                         const mkg_gemm_params **p, int *m, int *units,
+                                                         int handover = MKG_RING_DRAIN)
 {
     int s = mkg_dispatch_pick<DT, CHUNKS, OT>(rows, count, m_cur, layer, err, m);
     if (!producer) {
@@ -301,7 +316,7 @@ static __device__ __forceinline__ int mkg_dispatch_begin(const mkg_layer_dev *ro
     if (s < 0)
         return -1;
     *p = &rows[layer].params;
-    mkg_ring_switch(r, sm, s, producer);
+    mkg_ring_switch(r, sm, handover == MKG_RING_DRAIN ? s : mkg_dispatch_ring_key(s), producer, handover);
     *units = mkg_dispatch_units<!CHUNKS>(*p, s, *m);
     if (!producer)
         *units = mkg_warp_uniform(*units);

@@ -373,6 +373,7 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
         MKG_PROBE_STAGE(1, kt - kt0);
         mkg_ring_advance<ST>(r);
     }
+    r->fills += (uint32_t)(kt_end - kt0);             // the unit's stages, with the `pre` ones
 }
 
 // Waits (bounded) for A rows [row0, row1) of a megakernel GEMM; on a stall the loads

@@ -12,7 +12,8 @@
  * the producer thread and each consumer thread keep their own copy in registers
  * and walk the same slot sequence. Because parity is tracked per slot, schedules
  * with different stage counts can follow each other on one ring (megakernel):
- * on a layout change the producer first drains every slot (mkg_ring_switch).
+ * on a layout change the producer first drains every slot, or, keyed by geometry, waits per new
+ * slot for the old stages under it only (mkg_ring_switch, mkg_ring_handover.h).
  */
 #ifndef MKG_PIPELINE_SM90_CUH
 #define MKG_PIPELINE_SM90_CUH
@@ -20,16 +21,19 @@
 #include <stdint.h>
 
 #include "mkg_ptx_sm90.cuh"
+#include "mkg_ring_handover.h"
 #include "mkg_schedules.h"
 
 // Barriers and flags sit below the 1024-aligned ring: with a 16-byte aligned dynamic base the
 // ring starts at most (barrier bytes rounded up to 8 mod 16, + 1016) past it, inside
 // MKG_LAUNCH_SMEM_BYTES' 1536-byte pad (16 stages: 256 + 8 flag bytes + the dependency word in
-// an 8-byte slot = 272, and the 4 fold barriers of the cluster split-K rows = 304, asserted with
-// 8 bytes to spare: 312 + 1016 = 1328).
-static_assert(16 * MKG_LAUNCH_MAX_STAGES + 4 * MKG_LAUNCH_CONSUMERS + 16 + 32 + 1016 <=
+// an 8-byte slot = 272, the 4 fold barriers of the cluster split-K rows = 304 and a handover's
+// gate byte per stage = 320, asserted with 8 bytes to spare: 328 + 1016 = 1344).
+static_assert(16 * MKG_LAUNCH_MAX_STAGES + 4 * MKG_LAUNCH_CONSUMERS + 16 + 32 + MKG_LAUNCH_MAX_STAGES + 1016 <=
                   MKG_LAUNCH_SMEM_BYTES - MKG_LAUNCH_RING_BYTES - MKG_LAUNCH_EPI_BYTES,
               "barrier area outgrows the shared-memory pad below the ring");
+// mkg_ring::parity holds a slot's parity in bit s and its pending handover gate in bit 16 + s.
+static_assert(MKG_LAUNCH_MAX_STAGES <= 16, "parity and gate bits share one word");
 
 typedef struct mkg_smem {
     uint32_t full;      /* shared address of full[0]; full[s] = full + 8 s */
@@ -37,15 +41,18 @@ typedef struct mkg_smem {
     uint32_t ring;      /* shared address of slot 0, 1024-byte aligned */
     uint32_t epi;       /* epilogue staging: consumer w, buffer b at epi + (2 w + b) * 8 KB */
     uint32_t flag;      /* one word per consumer warpgroup (split-K: "this unit combines") */
-    uint32_t dep;       /* word: units whose input rows the first producer saw ready (NP > 1) */
+    uint32_t dep;       /* word: units whose input rows the first producer saw ready (NP > 1); then the
+                           fold barriers (mkg_fold_bar) and the handover gates (mkg_ring_gate_at) */
 } mkg_smem;
 
 typedef struct mkg_ring {
     uint32_t slot;      /* next slot to fill (producer) or consume (consumer) */
-    uint32_t parity;    /* bit s: number of completed uses of slot s, mod 2 */
+    uint32_t parity;    /* bit s: number of completed uses of slot s, mod 2; bit 16 + s (producer): the
+                           first fill of s after a handover waits for its gate (mkg_ring_switch) */
     int layout;         /* ring layout key of the last unit (-1: none yet) */
     uint32_t epi;       /* consumer: epilogue chunks stored so far (picks the staging buffer) */
     uint32_t dep;       /* producers: dependency waits passed so far (the first publishes it in sm->dep) */
+    uint32_t fills;     /* producer: stages filled in this layout (counted per unit by mkg_gemm_produce_rest) */
 } mkg_ring;
 
 static __device__ __forceinline__ mkg_ring mkg_ring_start(void)
@@ -56,6 +63,7 @@ static __device__ __forceinline__ mkg_ring mkg_ring_start(void)
     r.layout = -1;
     r.epi = 0;
     r.dep = 0;
+    r.fills = 0;
     return r;
 }
 
@@ -68,7 +76,7 @@ static __device__ __forceinline__ mkg_smem mkg_smem_carve(void *dyn)
     sm.empty = sm.full + 8u * MKG_LAUNCH_MAX_STAGES;
     sm.flag = sm.empty + 8u * MKG_LAUNCH_MAX_STAGES;
     sm.dep = (sm.flag + 4u * MKG_LAUNCH_CONSUMERS + 7u) & ~7u;
-    sm.ring = (sm.dep + 8u + 32u + 1023u) & ~1023u;   // past the fold barriers (mkg_fold_bar)
+    sm.ring = (sm.dep + 8u + 32u + MKG_LAUNCH_MAX_STAGES + 1023u) & ~1023u;   // past the fold barriers and gates
     sm.epi = sm.ring + MKG_LAUNCH_RING_BYTES;
     return sm;
 }
@@ -107,16 +115,24 @@ static __device__ __forceinline__ void mkg_fold_init(const mkg_smem *sm, int cta
     mkg_fence_mbarrier_init();
 }
 
+// The gate byte of new slot s after a handover: the old slot to wait for (bits 0-4) and the
+// parity of that wait (bit 7). After the fold barriers.
+static __device__ __forceinline__ uint32_t mkg_ring_gate_at(const mkg_smem *sm, uint32_t s)
+{
+    return sm->dep + 8u + 32u + s;
+}
+
 static __device__ __forceinline__ uint32_t mkg_ring_bit(const mkg_ring *r, uint32_t s)
 {
     return (r->parity >> s) & 1u;
 }
 
-// Moves to the next slot of an ST-stage ring, flipping the parity of the slot used.
+// Moves to the next slot of an ST-stage ring, flipping the parity of the slot used (and
+// clearing its handover gate: the fill went out after it).
 template <int ST>
 static __device__ __forceinline__ void mkg_ring_advance(mkg_ring *r)
 {
-    r->parity ^= 1u << r->slot;
+    r->parity = (r->parity ^ (1u << r->slot)) & ~(0x10000u << r->slot);
     r->slot = r->slot + 1 == (uint32_t)ST ? 0u : r->slot + 1;
 }
 
@@ -143,9 +159,14 @@ static __device__ __forceinline__ bool mkg_ring_mine(uint32_t s)
     return NP == 1 || (s & 1u) == (uint32_t)mkg_producer_rank<NP>();
 }
 
-// Producer: waits until consumers have released slot s as often as it was filled.
+// Producer: waits until consumers have released slot s as often as it was filled; on the first
+// fill of s after a handover, first until the old stage under its bytes was released.
 static __device__ __forceinline__ void mkg_ring_wait_empty(const mkg_ring *r, const mkg_smem *sm, uint32_t s)
 {
+    if ((r->parity >> 16 >> s) & 1u) {
+        const uint32_t g = mkg_ld_shared_u8(mkg_ring_gate_at(sm, s));
+        mkg_mbarrier_wait_parity(sm->empty + 8u * (g & 31u), g >> 7);
+    }
     mkg_mbarrier_wait_parity(sm->empty + 8u * s, mkg_ring_bit(r, s) ^ 1u);
 }
 
@@ -169,15 +190,44 @@ static __device__ __forceinline__ void mkg_ring_release(const mkg_smem *sm, uint
     }
 }
 
-// Called by both roles at the start of every unit. When the ring layout (stage
-// size or count) changes, slots of the old layout may overlap any slot of the
-// new one, so the producer waits until every slot it ever filled was released;
-// then both roles restart at slot 0. Parity bits carry over unchanged.
-static __device__ __forceinline__ void mkg_ring_switch(mkg_ring *r, const mkg_smem *sm, int layout, int producer)
+// How mkg_ring_switch changes layouts (its `handover` argument).
+#define MKG_RING_DRAIN 0        /* layouts keyed by schedule: drain the whole ring, restart at slot 0 */
+#define MKG_RING_HANDOVER 1     /* keyed by geometry (mkg_ring_key): start at mkg_ring_handover_start; one
+                                   producer whose old layout filled its whole ring waits per new slot for its
+                                   gate only */
+#define MKG_RING_HANDOVER_DRAIN 2 /* the same keys and start slot with the whole drain (several producers) */
+
+// Called by both roles at the start of every unit (or task) with the same layout key. When
+// the layout changes, slots of the old layout may overlap any slot of the new one. Under
+// MKG_RING_DRAIN the producer waits until every slot it ever filled was released, and both
+// roles restart at slot 0. Under MKG_RING_HANDOVER (mkg_ring_handover.h) both roles start at
+// the slot whose first fill waits least, and the producer, where it can (one producer, and the
+// old layout's last fills in all of its slots), marks each new slot's first fill to wait for
+// the old stage under its bytes (its gate byte and bit 16 + s of parity; mkg_ring_wait_empty)
+// instead of draining. Parity bits carry over unchanged.
+static __device__ __forceinline__ void mkg_ring_switch(mkg_ring *r, const mkg_smem *sm, int layout, int producer,
+                                                       int handover = MKG_RING_DRAIN)
 {
     if (r->layout == layout)
         return;
-    if (producer && r->layout >= 0) {
+    uint32_t start = 0, gates = 0;
+    bool gated = false;
+    if (handover != MKG_RING_DRAIN && r->layout >= 0) {
+        const int p = (int)r->slot;
+        start = (uint32_t)mkg_ring_handover_start(r->layout, p, layout);
+        if (producer && handover == MKG_RING_HANDOVER && r->fills >= (uint32_t)mkg_ring_key_stages(r->layout)) {
+            gated = true;
+            for (int j = 0; j < mkg_ring_key_stages(layout); ++j) {
+                const int g = mkg_ring_handover_gate(r->layout, p, layout, (int)start, j);
+                if (g < 0)
+                    continue;
+                mkg_st_shared_u8(mkg_ring_gate_at(sm, (uint32_t)j),
+                                 (uint32_t)g | (mkg_ring_bit(r, (uint32_t)g) ^ 1u) << 7);
+                gates |= 1u << j;
+            }
+        }
+    }
+    if (producer && r->layout >= 0 && !gated) {
         // NOTE: two passes. With several producers, one that did not fill the layout's last
         // stages knows only the releases up to its own last fill less a ring; a slot filled
         // after that can be two fills ahead of its barrier, and a parity wait on it would pass
@@ -186,10 +236,12 @@ static __device__ __forceinline__ void mkg_ring_switch(mkg_ring *r, const mkg_sm
         // producer the second pass finds every barrier complete.
         for (int pass = 0; pass < 2; ++pass)
             for (uint32_t s = 0; s < MKG_LAUNCH_MAX_STAGES; ++s)
-                mkg_ring_wait_empty(r, sm, s);
+                mkg_mbarrier_wait_parity(sm->empty + 8u * s, mkg_ring_bit(r, s) ^ 1u);
     }
+    r->parity = (r->parity & 0xffffu) | gates << 16;
     r->layout = layout;
-    r->slot = 0;
+    r->slot = start;
+    r->fills = 0;
 }
 
 #endif /* MKG_PIPELINE_SM90_CUH */

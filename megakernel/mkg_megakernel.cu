@@ -259,6 +259,9 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
         // ring slots of every GEMM unit (mkg_ring_mine); the first polls each unit's input, the
         // second waits on its word (mkg_dispatch_produce).
         const int np = (a.opts & MKG_MK_OPT_TWO_PRODUCERS) ? 2 : 1;
+        const int handover = !(a.opts & MKG_MK_OPT_RING_HANDOVER) ? MKG_RING_DRAIN
+                             : np == 1                            ? MKG_RING_HANDOVER
+                                                                  : MKG_RING_HANDOVER_DRAIN;
         if ((threadIdx.x & 31) == 0 && (int)threadIdx.x < 32 * np) {
             int base = 0, ahead = 0;                     // ops before `ahead`: maps prefetched
             for (int o = 0; o < a.ops_run; ++o) {
@@ -270,7 +273,8 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                     const mkg_gemm_params *p;
                     int m, units;
                     const int s = mkg_dispatch_begin<MKG_DTYPE_BF16, 1>(a.rows, a.row_count, a.m_cur, op.table_row,
-                                                                        a.dispatch_err, &ring, &sm, 1, &p, &m, &units);
+                                                                        a.dispatch_err, &ring, &sm, 1, &p, &m, &units,
+                                                                        handover);
                     items = s < 0 ? 0 : units;
                     for (int u = mkg_mk_first(me, base); u < items; u += grid)
                         if (np == 2)
@@ -298,8 +302,9 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
             if (mkg_warp_uniform(op.kind) == MKG_MK_GEMM) {   // uniform: see mkg_warp_uniform
                 const mkg_gemm_params *p;
                 int m, units;
-                const int s = mkg_dispatch_begin<MKG_DTYPE_BF16, 1>(a.rows, a.row_count, a.m_cur, op.table_row,
-                                                                    a.dispatch_err, &ring, &sm, 0, &p, &m, &units);
+                const int s = mkg_dispatch_begin<MKG_DTYPE_BF16, 1>(
+                    a.rows, a.row_count, a.m_cur, op.table_row, a.dispatch_err, &ring, &sm, 0, &p, &m, &units,
+                    (a.opts & MKG_MK_OPT_RING_HANDOVER) ? MKG_RING_HANDOVER : MKG_RING_DRAIN);
                 items = s < 0 ? 0 : units;
                 // One flat loop over (unit, chunk) steps per task (mkg_dispatch_consume_units).
                 uint64_t t0 = a.timeline ? mkg_globaltimer() : 0;

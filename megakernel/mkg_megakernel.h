@@ -49,6 +49,9 @@ extern "C" {
 #define MKG_MK_OPT_READY_IN_ORDER 131072u /* GEMMs: a unit whose input is complete when its producer reaches it
                                             loads in stage order, not weights first (MKG_DEPS_READY_IN_ORDER; with
                                             one producer) */
+#define MKG_MK_OPT_RING_HANDOVER 262144u /* GEMMs: the ring is laid out by stage geometry, and a change of layout
+                                            starts where the old stages are released first, each new slot waiting
+                                            for the old stages under it only (MKG_RING_HANDOVER), not the whole ring */
 /* Bits the GEMM rows of the dispatch table take at mkg_mk_create (deps.flags). */
 #define MKG_MK_OPT_TABLE_BITS                                                                          \
     (MKG_MK_OPT_GEMM_L2_TAIL | MKG_MK_OPT_GEMM_L2_ALL | MKG_MK_OPT_B_EVICT_FIRST | MKG_MK_OPT_A_MAP_PREFETCH | \

@@ -87,6 +87,41 @@ void step_logits(mkg_mk_runner *r, const mkg_mk_case &k, unsigned long long seed
     }
 }
 
+// A launch option (mkg_mk_set_launch_opts) that must change no bit: decode at batch 1 and 8 and a
+// prefill step, without `bits`, twice with them and once more without, give equal logits in every
+// row (the last run checks that the reference repeats).
+void expect_launch_option_keeps_the_bits(unsigned int bits, const char *what)
+{
+    const mkg_model_config c = test_config(2);
+    mkg_mk_runner *r = nullptr;
+    ASSERT_EQ(mkg_mk_runner_create(&c, &r), 0);
+    mkg_mk *mk = mkg_mk_runner_mk(r);
+    const unsigned int saved = mkg_mk_opts(mk), base = saved & ~bits;
+    const mkg_mk_case cases[] = {{"decode", 1, 300, 1}, {"decode", 8, 40, 1}, {"prefill", 100, 0, 1}};
+    for (const mkg_mk_case &k : cases) {
+        const int rows[] = {0, k.tokens - 1};
+        std::vector<unsigned short> want[2], got[2];
+        const unsigned int runs[] = {base, base | bits, base | bits, base};
+        for (int run = 0; run < 4; ++run) {
+            mkg_mk_set_launch_opts(mk, runs[run]);
+            ASSERT_NO_FATAL_FAILURE(step_logits(r, k, 5, rows, 2, run == 0 ? want : got));
+            for (int i = 0; i < 2; ++i) {
+                if (run == 0) {             // the NaN poison left in place would compare equal too
+                    const unsigned short poison = 0xFFFFu;
+                    EXPECT_EQ(std::count(want[i].begin(), want[i].end(), poison), 0)
+                        << k.phase << " " << k.tokens << " tokens: logits row " << rows[i] << " not written";
+                    continue;
+                }
+                EXPECT_EQ(memcmp(want[i].data(), got[i].data(), got[i].size() * 2), 0)
+                    << k.phase << " " << k.tokens << " tokens, logits row " << rows[i] << ", run " << run << ": "
+                    << (runs[run] & bits ? what : "the reference does not repeat");
+            }
+        }
+    }
+    mkg_mk_set_launch_opts(mk, saved);
+    mkg_mk_runner_destroy(r);
+}
+
 } // namespace
 
 TEST_F(Megakernel, OneLayerMatchesReference)
@@ -142,41 +177,24 @@ TEST_F(Megakernel, LogitsAreBatchInvariant)
     mkg_mk_runner_destroy(r);
 }
 
-// The two-producer option (MKG_MK_OPT_TWO_PRODUCERS: two threads fill alternate ring slots, one
-// of them polls the inputs) changes no bit: decode at batch 1 and 8 and a prefill step, with and
-// without it, give equal logits in every row, and both are bitwise equal to a repeat. Its ring drain
-// on a layout change (gate_up -> down at M = 1 and 8) is the path session 23's review fixed.
+
+// MKG_MK_OPT_TWO_PRODUCERS (two threads fill alternate ring slots, one of them polls the
+// inputs). Its ring drain on a layout change (gate_up -> down at M = 1 and 8) is the path session
+// 23's review fixed.
 TEST_F(Megakernel, TwoProducerOptionKeepsTheBits)
 {
-    const mkg_model_config c = test_config(2);
-    mkg_mk_runner *r = nullptr;
-    ASSERT_EQ(mkg_mk_runner_create(&c, &r), 0);
-    mkg_mk *mk = mkg_mk_runner_mk(r);
-    const unsigned int base = mkg_mk_opts(mk) & ~MKG_MK_OPT_TWO_PRODUCERS;
-    const mkg_mk_case cases[] = {{"decode", 1, 300, 1}, {"decode", 8, 40, 1}, {"prefill", 100, 0, 1}};
-    for (const mkg_mk_case &k : cases) {
-        const int rows[] = {0, k.tokens - 1};
-        std::vector<unsigned short> want[2], got[2];
-        // Runs: one producer (reference), two, then one again (the reference must repeat).
-        const unsigned int runs[] = {base, base | MKG_MK_OPT_TWO_PRODUCERS, base};
-        for (int run = 0; run < 3; ++run) {
-            mkg_mk_set_launch_opts(mk, runs[run]);
-            ASSERT_NO_FATAL_FAILURE(step_logits(r, k, 5, rows, 2, run == 0 ? want : got));
-            for (int i = 0; i < 2; ++i) {
-                if (run == 0) {             // the NaN poison left in place would compare equal too
-                    const unsigned short poison = 0xFFFFu;
-                    EXPECT_EQ(std::count(want[i].begin(), want[i].end(), poison), 0)
-                        << k.phase << " " << k.tokens << " tokens: logits row " << rows[i] << " not written";
-                    continue;
-                }
-                EXPECT_EQ(memcmp(want[i].data(), got[i].data(), got[i].size() * 2), 0)
-                    << k.phase << " " << k.tokens << " tokens, logits row " << rows[i] << ": "
-                    << (run == 1 ? "two producers differ from one" : "one producer does not repeat");
-            }
-        }
-    }
-    mkg_mk_set_launch_opts(mk, base);
-    mkg_mk_runner_destroy(r);
+    expect_launch_option_keeps_the_bits(MKG_MK_OPT_TWO_PRODUCERS, "two producers differ from one");
+}
+
+// MKG_MK_OPT_RING_HANDOVER: the ring keyed by stage geometry, and a layout change that waits per
+// new slot for the old stages under it (gate_up's 5 x 34 KB -> down's 8 x 20 KB at M = 1 and 8,
+// the prefill rows' rings at 100 tokens); with two producers it keys and starts the same way
+// and drains the whole ring.
+TEST_F(Megakernel, RingHandoverOptionKeepsTheBits)
+{
+    expect_launch_option_keeps_the_bits(MKG_MK_OPT_RING_HANDOVER, "the ring handover differs from the drain");
+    expect_launch_option_keeps_the_bits(MKG_MK_OPT_RING_HANDOVER | MKG_MK_OPT_TWO_PRODUCERS,
+                                        "the ring handover with two producers differs from the drain");
 }
 
 // MKG_MK_OPT_READY_IN_ORDER is a table bit (fixed at mkg_mk_create, from MKG_MK_OPTS): models

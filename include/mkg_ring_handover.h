@@ -1,0 +1,122 @@
+/* mkg_ring_handover.h - where a shared-memory ring of one stage geometry hands over to another.
+ *
+ * A persistent kernel that runs GEMMs of several schedules (the megakernel) keeps one operand
+ * ring (mkg_pipeline_sm90.cuh) and lays it out per schedule: ST stages of S bytes each, slot s
+ * at bytes [s S, (s + 1) S) with barrier pair s. A ring's geometry is its key (mkg_ring_key):
+ * schedules with equal ST and S share a layout and need no change between them at all.
+ *
+ * When the geometry changes, a new slot may overlap any old slot's bytes, so the producer used
+ * to wait until every old stage was released and restart at slot 0. But the consumers release
+ * stages in the order they were filled (each consumer warpgroup walks the stages in order, and a
+ * slot is free when both have released it), so once the old ring has been filled at least once
+ * in the old layout (its last ST_old fills sit in all of its slots), the release of old slot i
+ * implies the release of every fill before it. Then a new slot is free as soon as the most
+ * recently filled old slot that overlaps its bytes is released (its gate), and its barrier pair
+ * as soon as the old fill of that same pair is. The new layout starts at the slot whose first
+ * fill waits least, so the next GEMM's first stages go out while the old GEMM's last stages are
+ * still being consumed.
+ *
+ * Both roles derive the start slot from the same state (the old layout's next slot and the two
+ * keys), so they agree on it. Host and device both call these (the CPU tests simulate a ring
+ * through random layout changes with them and check that no fill overwrites a stage before
+ * it is released).
+ */
+#ifndef MKG_RING_HANDOVER_H
+#define MKG_RING_HANDOVER_H
+
+#include "mkg_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A ring geometry: st stages (at most 31) of stage_bytes (a multiple of 1024) each. */
+static MKG_HD int mkg_ring_key(int st, unsigned int stage_bytes)
+{
+    return st | (int)(stage_bytes >> 10) << 5;
+}
+
+static MKG_HD int mkg_ring_key_stages(int key)
+{
+    return key & 31;
+}
+
+/* Stage size in KB. */
+static MKG_HD int mkg_ring_key_kb(int key)
+{
+    return key >> 5;
+}
+
+/* How recently old slot i was filled, p being the old ring's next slot (its oldest fill):
+ * 0 for the oldest, st - 1 for the newest. */
+static MKG_HD int mkg_ring_recency(int i, int p, int st)
+{
+    return (i - p + st) % st;
+}
+
+/* The old slot whose release frees new slot j's bytes: the most recently filled old slot that
+ * overlaps them; p (the oldest fill, whose release implies that of every fill before the old
+ * layout) when none does. */
+static MKG_HD int mkg_ring_gate(int old_key, int p, int new_key, int j)
+{
+    const int sto = mkg_ring_key_stages(old_key), so = mkg_ring_key_kb(old_key), sn = mkg_ring_key_kb(new_key);
+    const int lo = j * sn, hi = lo + sn - 1;
+    const int i1 = hi / so < sto - 1 ? hi / so : sto - 1;
+    int gate = p, best = -1;
+    for (int i = lo / so; i <= i1; ++i) {
+        const int r = mkg_ring_recency(i, p, sto);
+        if (r > best) {
+            best = r;
+            gate = i;
+        }
+    }
+    return gate;
+}
+
+/* What new slot j's first fill waits for, as the recency of the last old fill it needs
+ * released: its gate's, and that of the old fill of its own barrier pair where j < ST_old. */
+static MKG_HD int mkg_ring_first_wait(int old_key, int p, int new_key, int j)
+{
+    const int sto = mkg_ring_key_stages(old_key);
+    int w = mkg_ring_recency(mkg_ring_gate(old_key, p, new_key, j), p, sto);
+    if (j < sto && mkg_ring_recency(j, p, sto) > w)
+        w = mkg_ring_recency(j, p, sto);
+    return w;
+}
+
+/* The new layout's first slot: the one whose first fill waits least (the lowest such slot). */
+static MKG_HD int mkg_ring_handover_start(int old_key, int p, int new_key)
+{
+    const int stn = mkg_ring_key_stages(new_key);
+    int start = 0, w = 1 << 30;
+    for (int j = 0; j < stn; ++j) {
+        const int x = mkg_ring_first_wait(old_key, p, new_key, j);
+        if (x < w) {
+            w = x;
+            start = j;
+        }
+    }
+    return start;
+}
+
+/* The wait that new slot j's first fill needs besides the one on its own barrier pair, after a
+ * handover that starts at `start`: the old slot to wait for, or -1 where none is needed. None
+ * where j's gate is the old fill of j's own pair, or of a pair whose first fill in the new
+ * layout comes before j's (that fill already waited for it). The second case must be left out,
+ * not only may: by the time j is filled, that pair may have completed its new fill's release
+ * too, and a parity wait for the old release would then wait for a phase that only a later
+ * fill can complete. */
+static MKG_HD int mkg_ring_handover_gate(int old_key, int p, int new_key, int start, int j)
+{
+    const int stn = mkg_ring_key_stages(new_key);
+    const int g = mkg_ring_gate(old_key, p, new_key, j);
+    if (g == j || (g < stn && (g - start + stn) % stn < (j - start + stn) % stn))
+        return -1;
+    return g;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MKG_RING_HANDOVER_H */
