@@ -238,11 +238,9 @@ static __device__ __forceinline__ int mkg_unit_count(const mkg_gemm_params *p, i
 // NOTE: a load without evict-first is issued unhinted. An explicit createpolicy
 // L2::evict_normal operand is not the default: with it, rows that live on L2 reuse ran up
 // to 1.6x slower (v70's first run, ac5a36f).
-// NOTE: the policy word is made at each hinted load (createpolicy is one instruction), not once
-// per unit: a 64-bit value kept live through the producer's loops and the wait costs registers
-// under the megakernel producer's budget (v74).
 struct mkg_load_policy {
-    bool a, b;          // A / B loads under evict-first
+    uint64_t first;     // the evict-first policy
+    bool a, b;          // A / B loads under it
 };
 
 template <int TM>
@@ -250,6 +248,7 @@ static __device__ __forceinline__ mkg_load_policy mkg_load_policies(const mkg_ge
 {
     const bool once = m <= TM && !(p->deps.flags & MKG_DEPS_L2_DEFAULT);
     mkg_load_policy q;
+    q.first = mkg_l2_policy_evict_first();
     q.b = once || (p->deps.flags & MKG_DEPS_B_EVICT_FIRST);
     q.a = once && !p->deps.wait;
     return q;
@@ -257,10 +256,10 @@ static __device__ __forceinline__ mkg_load_policy mkg_load_policies(const mkg_ge
 
 // One operand load, under the evict-first policy when `first` is set, else unhinted.
 static __device__ __forceinline__ void mkg_tma_load_2d_pol(uint32_t dst, const CUtensorMap *map, uint32_t bar, int c0,
-                                                           int c1, bool first)
+                                                           int c1, bool first, uint64_t policy)
 {
     if (first)
-        mkg_tma_load_2d_hint(dst, map, bar, c0, c1, mkg_l2_policy_evict_first());
+        mkg_tma_load_2d_hint(dst, map, bar, c0, c1, policy);
     else
         mkg_tma_load_2d(dst, map, bar, c0, c1);
 }
@@ -303,7 +302,7 @@ static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_pa
 #pragma unroll
         for (int h = 0; h < KH; ++h)
             mkg_tma_load_2d_pol(sm->ring + s * S::STAGE_BYTES + h * S::SUB_BYTES + S::A_BYTES, map_b, full,
-                                ((kt0 + i) * KH + h) * TK, u.t.n * TN, pol.b);
+                                ((kt0 + i) * KH + h) * TK, u.t.n * TN, pol.b, pol.first);
         mkg_ring_advance<ST>(r);
     }
     if ((p->deps.flags & MKG_DEPS_L2_TAIL) && mkg_producer_rank<NP>() == 0) {
@@ -346,7 +345,7 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
 #pragma unroll
         for (int h = 0; h < KH; ++h)
             mkg_tma_load_2d_pol(sm->ring + s * S::STAGE_BYTES + h * S::SUB_BYTES, map_a, sm->full + 8u * s,
-                                ((kt0 + i) * KH + h) * TK, u.t.m * TM, pol.a);
+                                ((kt0 + i) * KH + h) * TK, u.t.m * TM, pol.a, pol.first);
     }
     for (int kt = kt0 + pre; kt < kt_end; ++kt) {
         const uint32_t s = r->slot;
@@ -363,12 +362,12 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
         for (int h = 0; h < KH; ++h) {
             const uint32_t sub = stage + h * S::SUB_BYTES;
             const int k0 = (kt * KH + h) * TK;
-            mkg_tma_load_2d_pol(sub, map_a, full, k0, u.t.m * TM, pol.a);
+            mkg_tma_load_2d_pol(sub, map_a, full, k0, u.t.m * TM, pol.a, pol.first);
             if constexpr (CL > 1)
                 mkg_tma_load_2d_multicast(sub + S::A_BYTES + rank * (TN / CL) * 128u, map_b, full, k0,
                                           u.t.n * TN + (int)rank * (TN / CL), (uint16_t)((1u << CL) - 1u));
             else
-                mkg_tma_load_2d_pol(sub + S::A_BYTES, map_b, full, k0, u.t.n * TN, pol.b);
+                mkg_tma_load_2d_pol(sub + S::A_BYTES, map_b, full, k0, u.t.n * TN, pol.b, pol.first);
         }
         MKG_PROBE_STAGE(1, kt - kt0);
         mkg_ring_advance<ST>(r);

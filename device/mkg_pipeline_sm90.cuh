@@ -127,12 +127,24 @@ static __device__ __forceinline__ uint32_t mkg_ring_bit(const mkg_ring *r, uint3
     return (r->parity >> s) & 1u;
 }
 
+// MKG_RING_GATES: defined (to 1) by a translation unit whose kernels hand rings over with gates
+// (MKG_RING_HANDOVER: the megakernel) before it includes this header. Without it the producer's
+// fill path carries no gate check (the one-GEMM kernels, whose producers set the rate of the
+// decode rows: a few instructions per stage show there), and mkg_ring_switch takes
+// MKG_RING_HANDOVER as MKG_RING_HANDOVER_DRAIN.
+#ifndef MKG_RING_GATES
+#define MKG_RING_GATES 0
+#endif
+
 // Moves to the next slot of an ST-stage ring, flipping the parity of the slot used (and
 // clearing its handover gate: the fill went out after it).
 template <int ST>
 static __device__ __forceinline__ void mkg_ring_advance(mkg_ring *r)
 {
-    r->parity = (r->parity ^ (1u << r->slot)) & ~(0x10000u << r->slot);
+    if (MKG_RING_GATES)
+        r->parity = (r->parity ^ (1u << r->slot)) & ~(0x10000u << r->slot);
+    else
+        r->parity ^= 1u << r->slot;
     r->slot = r->slot + 1 == (uint32_t)ST ? 0u : r->slot + 1;
 }
 
@@ -163,7 +175,7 @@ static __device__ __forceinline__ bool mkg_ring_mine(uint32_t s)
 // fill of s after a handover, first until the old stage under its bytes was released.
 static __device__ __forceinline__ void mkg_ring_wait_empty(const mkg_ring *r, const mkg_smem *sm, uint32_t s)
 {
-    if ((r->parity >> 16 >> s) & 1u) {
+    if (MKG_RING_GATES && ((r->parity >> 16 >> s) & 1u)) {
         const uint32_t g = mkg_ld_shared_u8(mkg_ring_gate_at(sm, s));
         mkg_mbarrier_wait_parity(sm->empty + 8u * (g & 31u), g >> 7);
     }
@@ -194,7 +206,7 @@ static __device__ __forceinline__ void mkg_ring_release(const mkg_smem *sm, uint
 #define MKG_RING_DRAIN 0        /* layouts keyed by schedule: drain the whole ring, restart at slot 0 */
 #define MKG_RING_HANDOVER 1     /* keyed by geometry (mkg_ring_key): start at mkg_ring_handover_start; one
                                    producer whose old layout filled its whole ring waits per new slot for its
-                                   gate only */
+                                   gate only (with MKG_RING_GATES; else as MKG_RING_HANDOVER_DRAIN) */
 #define MKG_RING_HANDOVER_DRAIN 2 /* the same keys and start slot with the whole drain (several producers) */
 
 // Called by both roles at the start of every unit (or task) with the same layout key. When
@@ -215,16 +227,12 @@ static __device__ __forceinline__ void mkg_ring_switch(mkg_ring *r, const mkg_sm
     if (handover != MKG_RING_DRAIN && r->layout >= 0) {
         const int p = (int)r->slot;
         start = (uint32_t)mkg_ring_handover_start(r->layout, p, layout);
-        if (producer && handover == MKG_RING_HANDOVER && r->fills >= (uint32_t)mkg_ring_key_stages(r->layout)) {
+        if (MKG_RING_GATES && producer && handover == MKG_RING_HANDOVER && r->fills >= (uint32_t)mkg_ring_key_stages(r->layout)) {
             gated = true;
-            for (int j = 0; j < mkg_ring_key_stages(layout); ++j) {
-                const int g = mkg_ring_handover_gate(r->layout, p, layout, (int)start, j);
-                if (g < 0)
-                    continue;
-                mkg_st_shared_u8(mkg_ring_gate_at(sm, (uint32_t)j),
-                                 (uint32_t)g | (mkg_ring_bit(r, (uint32_t)g) ^ 1u) << 7);
-                gates |= 1u << j;
-            }
+            // The producer thread writes its gate bytes through a generic pointer to its own
+            // shared memory and reads them back with ld.shared (mkg_ring_wait_empty).
+            gates = mkg_ring_handover_gates(r->layout, p, layout, (int)start, r->parity,
+                                            (unsigned char *)__cvta_shared_to_generic(mkg_ring_gate_at(sm, 0)));
         }
     }
     if (producer && r->layout >= 0 && !gated) {

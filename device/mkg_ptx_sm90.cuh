@@ -359,12 +359,7 @@ static __device__ __forceinline__ void mkg_bar_arrive(int id, int threads)
     asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
-// A byte of shared memory (shared address), written and read back by the same thread.
-static __device__ __forceinline__ void mkg_st_shared_u8(uint32_t addr, uint32_t v)
-{
-    asm volatile("st.shared::cta.u8 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
-}
-
+// A byte of shared memory (shared address).
 static __device__ __forceinline__ uint32_t mkg_ld_shared_u8(uint32_t addr)
 {
     uint32_t v;

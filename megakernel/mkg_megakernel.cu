@@ -23,6 +23,9 @@ static __device__ __forceinline__ void mkg_mk_phase_mark(int point);
 #define MKG_PROBE(point) mkg_mk_phase_mark(point)
 #endif
 
+// The megakernel hands its ring over between GEMM layouts (MKG_MK_OPT_RING_HANDOVER): its
+// producer's fill path checks the handover gates (mkg_pipeline_sm90.cuh).
+#define MKG_RING_GATES 1
 #include "mkg_deps_sm90.cuh"
 #include "mkg_dispatch_sm90.cuh"
 #include "mkg_megakernel.h"

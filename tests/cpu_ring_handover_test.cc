@@ -6,6 +6,7 @@
 // the producer must never wait for a release that cannot come.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <random>
@@ -33,6 +34,34 @@ std::vector<int> ring_keys()
         if (mkg_schedule_get(s)->cluster == 1)
             keys.push_back(key_of(s));
     return keys;
+}
+
+// Reference forms of the handover's choices, written plainly (mkg_ring_handover.h walks the
+// slots once with running offsets instead).
+int ref_recency(int i, int p, int st)
+{
+    return ((i - p) % st + st) % st;
+}
+
+int ref_gate(int old_key, int p, int new_key, int j)
+{
+    const int sto = mkg_ring_key_stages(old_key), so = mkg_ring_key_kb(old_key), sn = mkg_ring_key_kb(new_key);
+    int gate = p, best = -1;
+    for (int i = 0; i < sto; ++i)
+        if (i * so < (j + 1) * sn && j * sn < (i + 1) * so && ref_recency(i, p, sto) > best) {
+            best = ref_recency(i, p, sto);
+            gate = i;
+        }
+    return gate;
+}
+
+int ref_first_wait(int old_key, int p, int new_key, int j)
+{
+    const int sto = mkg_ring_key_stages(old_key);
+    int w = ref_recency(ref_gate(old_key, p, new_key, j), p, sto);
+    if (j < sto)
+        w = std::max(w, ref_recency(j, p, sto));
+    return w;
 }
 
 struct Fill {
@@ -82,14 +111,13 @@ int run_ring(uint32_t seed, int units, double release_p, bool handover)
                 start = mkg_ring_handover_start(r.layout, r.slot, key);
                 if (r.fills >= (uint32_t)mkg_ring_key_stages(r.layout)) {
                     gated = true;
-                    for (int j = 0; j < mkg_ring_key_stages(key); ++j) {
-                        const int g = mkg_ring_handover_gate(r.layout, r.slot, key, start, j);
-                        if (g < 0)
-                            continue;
-                        EXPECT_LT(g, mkg_ring_key_stages(r.layout));
-                        r.gate[j] = g | (int)((r.bit(g) ^ 1u) << 7);
-                        gates |= 1u << j;
-                    }
+                    unsigned char g[kBarriers];
+                    gates = mkg_ring_handover_gates(r.layout, r.slot, key, start, r.parity, g);
+                    for (int j = 0; j < kBarriers; ++j)
+                        if ((gates >> j) & 1u) {
+                            EXPECT_LT(g[j] & 31, mkg_ring_key_stages(r.layout));
+                            r.gate[j] = g[j];
+                        }
                 }
             }
             if (r.layout >= 0 && !gated) {
@@ -173,6 +201,46 @@ TEST(RingHandover, TheDrainItReplacesPassesTheSameModel)
         ASSERT_EQ(run_ring(seed, 200, 0.3, false), 0);
 }
 
+// The one-pass start and gates agree with the plain definitions for every pair of ring
+// geometries and every old ring position.
+TEST(RingHandover, OnePassChoicesMatchTheDefinitions)
+{
+    const std::vector<int> keys = ring_keys();
+    for (int a : keys)
+        for (int b : keys) {
+            if (a == b)
+                continue;
+            const int sto = mkg_ring_key_stages(a), stn = mkg_ring_key_stages(b);
+            for (int p = 0; p < sto; ++p) {
+                const int start = mkg_ring_handover_start(a, p, b);
+                ASSERT_GE(start, 0);
+                ASSERT_LT(start, stn);
+                int best = 1 << 30, first = -1;
+                for (int j = 0; j < stn; ++j)
+                    if (ref_first_wait(a, p, b, j) < best) {
+                        best = ref_first_wait(a, p, b, j);
+                        first = j;
+                    }
+                ASSERT_EQ(start, first) << "keys " << a << " -> " << b << " p " << p;
+                const unsigned int parity = 0x5a5au;
+                unsigned char g[kBarriers];
+                const unsigned int mask = mkg_ring_handover_gates(a, p, b, start, parity, g);
+                for (int j = 0; j < stn; ++j) {
+                    const int want = ref_gate(a, p, b, j);
+                    const bool left_out = want == j || (want < stn && ref_recency(want, start, stn) <
+                                                                          ref_recency(j, start, stn));
+                    ASSERT_EQ((mask >> j) & 1u, left_out ? 0u : 1u) << "keys " << a << " -> " << b << " p " << p
+                                                                    << " slot " << j;
+                    if (!left_out) {
+                        ASSERT_EQ(g[j] & 31, want);
+                        ASSERT_EQ((unsigned)g[j] >> 7, ((parity >> want) & 1u) ^ 1u);
+                    }
+                }
+                ASSERT_EQ(mask >> stn, 0u);
+            }
+        }
+}
+
 // The decode megakernel's change from gate_up's ring (5 x 34 KB) to down's (8 x 20 KB) with
 // gate_up's last stage in slot 0: down's first fill needs only the two oldest of the five old
 // stages released, not all five.
@@ -185,27 +253,10 @@ TEST(RingHandover, GateUpToDownStartsBehindTheOldestStages)
     ASSERT_EQ(mkg_ring_key_kb(down), 20);
     const int p = 1;   // the next old slot: slot 0 holds the newest stage
     const int start = mkg_ring_handover_start(up, p, down);
-    EXPECT_LE(mkg_ring_first_wait(up, p, down, start), 1);
-    EXPECT_EQ(mkg_ring_first_wait(up, p, down, 0), 4) << "slot 0 lies under the newest old stage";
+    EXPECT_LE(ref_first_wait(up, p, down, start), 1);
+    EXPECT_EQ(ref_first_wait(up, p, down, 0), 4) << "slot 0 lies under the newest old stage";
     // Every key is its geometry: rows of one stage count and size share a layout.
     EXPECT_EQ(key_of(mkg_schedule_find("m16n64k128_s8_swap_rn_g8")), down);
-}
-
-// The start slot is never worse for the first fill than slot 0, the drain's start.
-TEST(RingHandover, StartWaitsNoLongerThanSlotZero)
-{
-    const std::vector<int> keys = ring_keys();
-    for (int a : keys)
-        for (int b : keys) {
-            if (a == b)
-                continue;
-            for (int p = 0; p < mkg_ring_key_stages(a); ++p) {
-                const int start = mkg_ring_handover_start(a, p, b);
-                ASSERT_GE(start, 0);
-                ASSERT_LT(start, mkg_ring_key_stages(b));
-                EXPECT_LE(mkg_ring_first_wait(a, p, b, start), mkg_ring_first_wait(a, p, b, 0));
-            }
-        }
 }
 
 }  // namespace
