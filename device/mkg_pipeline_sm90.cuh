@@ -127,11 +127,11 @@ static __device__ __forceinline__ uint32_t mkg_ring_bit(const mkg_ring *r, uint3
     return (r->parity >> s) & 1u;
 }
 
-// MKG_RING_GATES: defined (to 1) by a translation unit whose kernels hand rings over with gates
-// (MKG_RING_HANDOVER: the megakernel) before it includes this header. Without it the producer's
-// fill path carries no gate check (the one-GEMM kernels, whose producers set the rate of the
-// decode rows: a few instructions per stage show there), and mkg_ring_switch takes
-// MKG_RING_HANDOVER as MKG_RING_HANDOVER_DRAIN.
+// MKG_RING_GATES: defined to 1 for a translation unit whose kernels hand rings over with gates
+// (MKG_RING_HANDOVER; the megakernel built with CMake MKG_MK_RING_GATES=ON). Without it the
+// producer's fill path carries no gate check (a few instructions per stage show in the decode
+// rows, whose producers set their rate, and the megakernel producer spills more), and
+// mkg_ring_switch takes MKG_RING_HANDOVER as MKG_RING_KEYED.
 #ifndef MKG_RING_GATES
 #define MKG_RING_GATES 0
 #endif
@@ -204,15 +204,18 @@ static __device__ __forceinline__ void mkg_ring_release(const mkg_smem *sm, uint
 
 // How mkg_ring_switch changes layouts (its `handover` argument).
 #define MKG_RING_DRAIN 0        /* layouts keyed by schedule: drain the whole ring, restart at slot 0 */
-#define MKG_RING_HANDOVER 1     /* keyed by geometry (mkg_ring_key): start at mkg_ring_handover_start; one
+#define MKG_RING_KEYED 1        /* keyed by stage geometry (mkg_ring_key): rows of one stage count and size
+                                   share a layout and change nothing between them; a change drains and
+                                   restarts at slot 0 */
+#define MKG_RING_HANDOVER 2     /* keyed by geometry; a change starts at mkg_ring_handover_start, and one
                                    producer whose old layout filled its whole ring waits per new slot for its
-                                   gate only (with MKG_RING_GATES; else as MKG_RING_HANDOVER_DRAIN) */
-#define MKG_RING_HANDOVER_DRAIN 2 /* the same keys and start slot with the whole drain (several producers) */
+                                   gate only (with MKG_RING_GATES; else as MKG_RING_KEYED) */
+#define MKG_RING_HANDOVER_DRAIN 3 /* HANDOVER's keys and start slot with the whole drain (several producers) */
 
 // Called by both roles at the start of every unit (or task) with the same layout key. When
 // the layout changes, slots of the old layout may overlap any slot of the new one. Under
-// MKG_RING_DRAIN the producer waits until every slot it ever filled was released, and both
-// roles restart at slot 0. Under MKG_RING_HANDOVER (mkg_ring_handover.h) both roles start at
+// MKG_RING_DRAIN and MKG_RING_KEYED the producer waits until every slot it ever filled was released,
+// and both roles restart at slot 0. Under MKG_RING_HANDOVER (mkg_ring_handover.h) both roles start at
 // the slot whose first fill waits least, and the producer, where it can (one producer, and the
 // old layout's last fills in all of its slots), marks each new slot's first fill to wait for
 // the old stage under its bytes (its gate byte and bit 16 + s of parity; mkg_ring_wait_empty)
@@ -224,10 +227,10 @@ static __device__ __forceinline__ void mkg_ring_switch(mkg_ring *r, const mkg_sm
         return;
     uint32_t start = 0, gates = 0;
     bool gated = false;
-    if (handover != MKG_RING_DRAIN && r->layout >= 0) {
+    if (MKG_RING_GATES && handover >= MKG_RING_HANDOVER && r->layout >= 0) {
         const int p = (int)r->slot;
         start = (uint32_t)mkg_ring_handover_start(r->layout, p, layout);
-        if (MKG_RING_GATES && producer && handover == MKG_RING_HANDOVER && r->fills >= (uint32_t)mkg_ring_key_stages(r->layout)) {
+        if (producer && handover == MKG_RING_HANDOVER && r->fills >= (uint32_t)mkg_ring_key_stages(r->layout)) {
             gated = true;
             // The producer thread writes its gate bytes through a generic pointer to its own
             // shared memory and reads them back with ld.shared (mkg_ring_wait_empty).

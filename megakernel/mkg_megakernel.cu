@@ -23,9 +23,6 @@ static __device__ __forceinline__ void mkg_mk_phase_mark(int point);
 #define MKG_PROBE(point) mkg_mk_phase_mark(point)
 #endif
 
-// The megakernel hands its ring over between GEMM layouts (MKG_MK_OPT_RING_HANDOVER): its
-// producer's fill path checks the handover gates (mkg_pipeline_sm90.cuh).
-#define MKG_RING_GATES 1
 #include "mkg_deps_sm90.cuh"
 #include "mkg_dispatch_sm90.cuh"
 #include "mkg_megakernel.h"
@@ -244,6 +241,14 @@ static __device__ __forceinline__ int mkg_mk_prefetch_ahead(const mkg_mk_args *a
     return ahead;
 }
 
+// How the GEMMs' ring changes layout under the launch options (mkg_ring_switch).
+static __device__ __forceinline__ int mkg_mk_ring_mode(unsigned int opts)
+{
+    return (opts & MKG_MK_OPT_RING_HANDOVER)      ? MKG_RING_HANDOVER
+           : (opts & MKG_MK_OPT_RING_BY_GEOMETRY) ? MKG_RING_KEYED
+                                                  : MKG_RING_DRAIN;
+}
+
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(const __grid_constant__ mkg_mk_args a)
 {
     extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
@@ -262,9 +267,8 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
         // ring slots of every GEMM unit (mkg_ring_mine); the first polls each unit's input, the
         // second waits on its word (mkg_dispatch_produce).
         const int np = (a.opts & MKG_MK_OPT_TWO_PRODUCERS) ? 2 : 1;
-        const int handover = !(a.opts & MKG_MK_OPT_RING_HANDOVER) ? MKG_RING_DRAIN
-                             : np == 1                            ? MKG_RING_HANDOVER
-                                                                  : MKG_RING_HANDOVER_DRAIN;
+        const int mode = mkg_mk_ring_mode(a.opts);
+        const int handover = mode == MKG_RING_HANDOVER && np == 2 ? MKG_RING_HANDOVER_DRAIN : mode;
         if ((threadIdx.x & 31) == 0 && (int)threadIdx.x < 32 * np) {
             int base = 0, ahead = 0;                     // ops before `ahead`: maps prefetched
             for (int o = 0; o < a.ops_run; ++o) {
@@ -307,7 +311,7 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                 int m, units;
                 const int s = mkg_dispatch_begin<MKG_DTYPE_BF16, 1>(
                     a.rows, a.row_count, a.m_cur, op.table_row, a.dispatch_err, &ring, &sm, 0, &p, &m, &units,
-                    (a.opts & MKG_MK_OPT_RING_HANDOVER) ? MKG_RING_HANDOVER : MKG_RING_DRAIN);
+                    mkg_mk_ring_mode(a.opts));
                 items = s < 0 ? 0 : units;
                 // One flat loop over (unit, chunk) steps per task (mkg_dispatch_consume_units).
                 uint64_t t0 = a.timeline ? mkg_globaltimer() : 0;

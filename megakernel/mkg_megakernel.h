@@ -49,15 +49,20 @@ extern "C" {
 #define MKG_MK_OPT_READY_IN_ORDER 131072u /* GEMMs: a unit whose input is complete when its producer reaches it
                                             loads in stage order, not weights first (MKG_DEPS_READY_IN_ORDER; with
                                             one producer) */
-#define MKG_MK_OPT_RING_HANDOVER 262144u /* GEMMs: the ring is laid out by stage geometry, and a change of layout
-                                            starts where the old stages are released first, each new slot waiting
-                                            for the old stages under it only (MKG_RING_HANDOVER), not the whole ring */
+#define MKG_MK_OPT_RING_HANDOVER 262144u /* GEMMs: as RING_BY_GEOMETRY, and a change of layout starts where the old
+                                            stages are released first, each new slot waiting for the old stages
+                                            under it only (MKG_RING_HANDOVER), not the whole ring. Needs a build with
+                                            CMake MKG_MK_RING_GATES=ON (else as RING_BY_GEOMETRY); measured slower
+                                            (v75 in bench/NOTES.md) */
+#define MKG_MK_OPT_RING_BY_GEOMETRY 524288u /* GEMMs: the ring's layout keyed by stage geometry (MKG_RING_KEYED): rows
+                                               of one stage count and size follow each other without a drain (down ->
+                                               qkv at decode) */
 /* Bits the GEMM rows of the dispatch table take at mkg_mk_create (deps.flags). */
 #define MKG_MK_OPT_TABLE_BITS                                                                          \
     (MKG_MK_OPT_GEMM_L2_TAIL | MKG_MK_OPT_GEMM_L2_ALL | MKG_MK_OPT_B_EVICT_FIRST | MKG_MK_OPT_A_MAP_PREFETCH | \
      MKG_MK_OPT_READY_IN_ORDER)
-#define MKG_MK_OPT_DEFAULT 133347u /* 1 2 32 64 128 2048 131072 (v73: decode b1 -2.2%); the L2 tail measured slower
-                                     (bench/NOTES.md, mk-v7, mk-v9) */
+#define MKG_MK_OPT_DEFAULT 657635u /* 1 2 32 64 128 2048 131072 524288 (v73: decode b1 -2.2%; v76); the L2 tail
+                                     measured slower (bench/NOTES.md, mk-v7, mk-v9) */
 
 /* Kernel arguments of one step (passed by value, __grid_constant__). */
 typedef struct mkg_mk_args {

@@ -186,15 +186,18 @@ TEST_F(Megakernel, TwoProducerOptionKeepsTheBits)
     expect_launch_option_keeps_the_bits(MKG_MK_OPT_TWO_PRODUCERS, "two producers differ from one");
 }
 
-// MKG_MK_OPT_RING_HANDOVER: the ring keyed by stage geometry, and a layout change that waits per
-// new slot for the old stages under it (gate_up's 5 x 34 KB -> down's 8 x 20 KB at M = 1 and 8,
-// the prefill rows' rings at 100 tokens); with two producers it keys and starts the same way
-// and drains the whole ring.
-TEST_F(Megakernel, RingHandoverOptionKeepsTheBits)
+// MKG_MK_OPT_RING_BY_GEOMETRY: the ring keyed by stage geometry (down -> qkv without a drain at M = 1
+// and 8). MKG_MK_OPT_RING_HANDOVER: a layout change that waits per new slot for the old stages
+// under it (gate_up's 5 x 34 KB -> down's 8 x 20 KB at M = 1 and 8, the prefill rows' rings at 100
+// tokens) in a build with MKG_MK_RING_GATES=ON, else the same as by geometry; with two
+// producers it keys and starts the same way and drains the whole ring.
+TEST_F(Megakernel, RingLayoutOptionsKeepTheBits)
 {
-    expect_launch_option_keeps_the_bits(MKG_MK_OPT_RING_HANDOVER, "the ring handover differs from the drain");
+    expect_launch_option_keeps_the_bits(MKG_MK_OPT_RING_BY_GEOMETRY,
+                                        "the ring keyed by geometry differs from the run without");
+    expect_launch_option_keeps_the_bits(MKG_MK_OPT_RING_HANDOVER, "the ring handover differs from the run without");
     expect_launch_option_keeps_the_bits(MKG_MK_OPT_RING_HANDOVER | MKG_MK_OPT_TWO_PRODUCERS,
-                                        "the ring handover with two producers differs from the drain");
+                                        "the ring handover with two producers differs from the run without");
 }
 
 // MKG_MK_OPT_READY_IN_ORDER is a table bit (fixed at mkg_mk_create, from MKG_MK_OPTS): models
