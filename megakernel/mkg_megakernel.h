@@ -56,13 +56,13 @@ extern "C" {
                                             (v75 in bench/NOTES.md) */
 #define MKG_MK_OPT_RING_BY_GEOMETRY 524288u /* GEMMs: the ring's layout keyed by stage geometry (MKG_RING_KEYED): rows
                                                of one stage count and size follow each other without a drain (down ->
-                                               qkv at decode) */
+                                               qkv at decode); off: measured +5-10 us at decode b1 (v76) */
 /* Bits the GEMM rows of the dispatch table take at mkg_mk_create (deps.flags). */
 #define MKG_MK_OPT_TABLE_BITS                                                                          \
     (MKG_MK_OPT_GEMM_L2_TAIL | MKG_MK_OPT_GEMM_L2_ALL | MKG_MK_OPT_B_EVICT_FIRST | MKG_MK_OPT_A_MAP_PREFETCH | \
      MKG_MK_OPT_READY_IN_ORDER)
-#define MKG_MK_OPT_DEFAULT 657635u /* 1 2 32 64 128 2048 131072 524288 (v73: decode b1 -2.2%; v76); the L2 tail
-                                     measured slower (bench/NOTES.md, mk-v7, mk-v9) */
+#define MKG_MK_OPT_DEFAULT 133347u /* 1 2 32 64 128 2048 131072 (v73: decode b1 -2.2%); the L2 tail measured
+                                     slower (bench/NOTES.md, mk-v7, mk-v9), and so did the ring by geometry (v76) */
 
 /* Kernel arguments of one step (passed by value, __grid_constant__). */
 typedef struct mkg_mk_args {
