@@ -225,8 +225,8 @@ static __device__ __forceinline__ void mkg_dispatch_pick_warp(const mkg_layer_de
     }
 }
 
-// The ring layout key of schedule s under MKG_RING_KEYED and MKG_RING_HANDOVER: its stage geometry, so that rows
-// of equal stage count and size share one layout (mkg_ring_handover.h).
+// The ring layout key of schedule s under MKG_RING_KEYED and MKG_RING_HANDOVER: its stage
+// geometry, so that rows of equal stage count and size share one layout (mkg_ring_handover.h).
 static __device__ __forceinline__ int mkg_dispatch_ring_key(int s)
 {
     switch (s) {

@@ -20,6 +20,10 @@
  * keys), so they agree on it. Host and device both call these (the CPU tests simulate a ring
  * through random layout changes with them and check that no fill overwrites a stage before
  * it is released).
+ *
+ * Measured (v75 in bench/NOTES.md): in the decode megakernel the handover made the step slower,
+ * because the GEMM before the change is bandwidth-bound at its end and the early stages take DRAM
+ * time from it; it stays an option (MKG_MK_OPT_RING_HANDOVER in a MKG_MK_RING_GATES=ON build).
  */
 #ifndef MKG_RING_HANDOVER_H
 #define MKG_RING_HANDOVER_H
@@ -62,10 +66,9 @@ static MKG_HD int mkg_ring_recency(int i, int p, int st)
 /* The gate of a new slot spanning [lo, hi) KB: the most recently filled old slot that overlaps
  * it, old slot i (starting at i_lo KB) being the first that ends past lo; p (the oldest fill,
  * whose release implies that of every fill before the old layout) when none does. */
-static MKG_HD int mkg_ring_gate_from(int i, int i_lo, int lo, int hi, int p, int sto, int so)
+static MKG_HD int mkg_ring_gate_from(int i, int i_lo, int hi, int p, int sto, int so)
 {
     int gate = p, best = -1;
-    (void)lo;
     for (; i < sto && i_lo < hi; ++i, i_lo += so) {
         const int r = mkg_ring_recency(i, p, sto);
         if (r > best) {
@@ -89,7 +92,7 @@ static MKG_HD int mkg_ring_handover_start(int old_key, int p, int new_key)
             ++i;
             i_lo += so;
         }
-        int w = mkg_ring_recency(mkg_ring_gate_from(i, i_lo, lo, lo + sn, p, sto, so), p, sto);
+        int w = mkg_ring_recency(mkg_ring_gate_from(i, i_lo, lo + sn, p, sto, so), p, sto);
         if (j < sto && mkg_ring_recency(j, p, sto) > w)
             w = mkg_ring_recency(j, p, sto);
         if (w < w_best) {
@@ -120,7 +123,7 @@ static MKG_HD unsigned int mkg_ring_handover_gates(int old_key, int p, int new_k
             ++i;
             i_lo += so;
         }
-        const int g = mkg_ring_gate_from(i, i_lo, lo, lo + sn, p, sto, so);
+        const int g = mkg_ring_gate_from(i, i_lo, lo + sn, p, sto, so);
         if (g == j || (g < stn && mkg_ring_recency(g, start, stn) < mkg_ring_recency(j, start, stn)))
             continue;
         gate[j] = (unsigned char)(g | (int)((((parity >> g) & 1u) ^ 1u) << 7));
