@@ -177,7 +177,6 @@ TEST_F(Megakernel, LogitsAreBatchInvariant)
     mkg_mk_runner_destroy(r);
 }
 
-
 // MKG_MK_OPT_TWO_PRODUCERS (two threads fill alternate ring slots, one of them polls the
 // inputs). Its ring drain on a layout change (gate_up -> down at M = 1 and 8) is the path session
 // 23's review fixed.
