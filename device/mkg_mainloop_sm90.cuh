@@ -306,7 +306,8 @@ static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_pa
         mkg_ring_advance<ST>(r);
     }
     if ((p->deps.flags & MKG_DEPS_L2_TAIL) && mkg_producer_rank<NP>() == 0) {
-        const int kt_end = min(u.c1 * u.kct, u.kt);
+        const int tail = (int)((p->deps.flags >> MKG_DEPS_TAIL_SHIFT) & 0xffu);
+        const int kt_end = min(min(u.c1 * u.kct, u.kt), tail ? kt0 + pre + tail : 0x7fffffff);
         for (int kt = kt0 + pre; kt < kt_end; ++kt)
 #pragma unroll
             for (int h = 0; h < KH; ++h)

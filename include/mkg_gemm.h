@@ -69,9 +69,11 @@ typedef struct mkg_gemm_deps {
                                         first; one producer thread only (the megakernel's default) */
 #define MKG_DEPS_PRE_SHIFT 8       /**< flags bits 8..15: at most that many B stages before the wait (0: as many
                                         as the ring holds) */
+#define MKG_DEPS_TAIL_SHIFT 16     /**< flags bits 16..23: MKG_DEPS_L2_TAIL asks for at most that many K tiles
+                                        past the first stages (0: the rest of the unit) */
 #define MKG_DEPS_KNOWN                                                                                 \
     (MKG_DEPS_L2_TAIL | MKG_DEPS_B_EVICT_FIRST | MKG_DEPS_A_MAP_PREFETCH | MKG_DEPS_L2_DEFAULT |             \
-     MKG_DEPS_READY_IN_ORDER | (0xffu << MKG_DEPS_PRE_SHIFT))
+     MKG_DEPS_READY_IN_ORDER | (0xffu << MKG_DEPS_PRE_SHIFT) | (0xffu << MKG_DEPS_TAIL_SHIFT))
 
 /** A GEMM as the caller describes it. Leading dimensions are in elements. */
 typedef struct mkg_gemm_desc {

@@ -57,10 +57,13 @@ extern "C" {
 #define MKG_MK_OPT_RING_BY_GEOMETRY 524288u /* GEMMs: the ring's layout keyed by stage geometry (MKG_RING_KEYED): rows
                                                of one stage count and size follow each other without a drain (down ->
                                                qkv at decode); off: measured +5-10 us at decode b1 (v76) */
+#define MKG_MK_OPT_L2_TAIL_GATE_UP 1048576u /* gate/up GEMMs only: MKG_DEPS_L2_TAIL, at most MKG_MK_L2_TAIL_TILES K tiles
+                                               of each unit (0 or unset: all). gate/up's producers reach their units
+                                               ~25 us before the input, while attention and O leave DRAM idle (v77) */
 /* Bits the GEMM rows of the dispatch table take at mkg_mk_create (deps.flags). */
 #define MKG_MK_OPT_TABLE_BITS                                                                          \
     (MKG_MK_OPT_GEMM_L2_TAIL | MKG_MK_OPT_GEMM_L2_ALL | MKG_MK_OPT_B_EVICT_FIRST | MKG_MK_OPT_A_MAP_PREFETCH | \
-     MKG_MK_OPT_READY_IN_ORDER)
+     MKG_MK_OPT_READY_IN_ORDER | MKG_MK_OPT_L2_TAIL_GATE_UP)
 #define MKG_MK_OPT_DEFAULT 133347u /* 1 2 32 64 128 2048 131072 (v73: decode b1 -2.2%); the L2 tail measured
                                      slower (bench/NOTES.md, mk-v7, mk-v9), and so did the ring by geometry (v76) */
 

@@ -34,6 +34,7 @@ struct mkg_mk {
     double timeout_ms;
     unsigned int opts;                  /* MKG_MK_OPT_* */
     unsigned int pre_stages;            /* MKG_MK_PRE_STAGES knob: B stages before a GEMM's wait (0: the ring) */
+    unsigned int tail_tiles;            /* MKG_MK_L2_TAIL_TILES knob: K tiles of a unit's L2 tail (0: all) */
     int force_task;
     unsigned int force_extra;
 };
@@ -113,14 +114,16 @@ static void mkg_mk_describe(mkg_mk *mk)
         d->timeout_ns = (unsigned long long)(mk->timeout_ms * 1e6);
         const mkg_layer_desc *l = mk->layers + op->table_row;
         const double weight_bytes = (double)l->n * l->k * 2.0;
+        const int gate_up = op->table_row < mk->rows - 1 && op->table_row % MKG_MK_GEMMS_PER_LAYER == MKG_MK_GATE_UP;
         d->flags = ((mk->opts & MKG_MK_OPT_GEMM_L2_ALL) ||
-                    ((mk->opts & MKG_MK_OPT_GEMM_L2_TAIL) && weight_bytes <= 48.0 * 1024 * 1024)
+                    ((mk->opts & MKG_MK_OPT_GEMM_L2_TAIL) && weight_bytes <= 48.0 * 1024 * 1024) ||
+                    ((mk->opts & MKG_MK_OPT_L2_TAIL_GATE_UP) && gate_up)
                         ? MKG_DEPS_L2_TAIL
                         : 0u) |
                    ((mk->opts & MKG_MK_OPT_B_EVICT_FIRST) ? MKG_DEPS_B_EVICT_FIRST : 0u) |
                    ((mk->opts & MKG_MK_OPT_A_MAP_PREFETCH) ? MKG_DEPS_A_MAP_PREFETCH : 0u) |
                    ((mk->opts & MKG_MK_OPT_READY_IN_ORDER) ? MKG_DEPS_READY_IN_ORDER : 0u) |
-                   (mk->pre_stages & 0xffu) << MKG_DEPS_PRE_SHIFT;
+                   (mk->pre_stages & 0xffu) << MKG_DEPS_PRE_SHIFT | (mk->tail_tiles & 0xffu) << MKG_DEPS_TAIL_SHIFT;
     }
 }
 
@@ -130,6 +133,8 @@ static void mkg_mk_describe(mkg_mk *mk)
 //                                        (default 64; whole buckets: @10 also forces M 11, 12)
 //   MKG_MK_PRE_STAGES=n                  at most n weight stages of a GEMM unit before its input is
 //                                        ready (MKG_DEPS_PRE_SHIFT; default: as many as the ring holds)
+//   MKG_MK_L2_TAIL_TILES=n               at most n K tiles of a unit's L2 tail (MKG_DEPS_TAIL_SHIFT;
+//                                        default: the whole unit past its first stages)
 // kind: qkv, o, gate_up, down, lm_head. A K chunk changes the layer's bits, the same for every M
 // and schedule (batch invariance holds); a forced schedule must be one the megakernel runs
 // (a chunk-capable dispatch row), or the step reports MKG_ERR_DISPATCH. Both are for A/B runs
@@ -271,6 +276,10 @@ mkg_status mkg_mk_create(mkg_model *md, const mkg_layer_plan *plans, mkg_mk **ou
     mk->pre_stages = pre && *pre ? (unsigned int)strtoul(pre, NULL, 0) : 0u;
     if (mk->pre_stages > 255u)
         mk->pre_stages = 255u;                    /* the flags hold 8 bits; the ring's depth caps it anyway */
+    const char *tail = getenv("MKG_MK_L2_TAIL_TILES");
+    mk->tail_tiles = tail && *tail ? (unsigned int)strtoul(tail, NULL, 0) : 0u;
+    if (mk->tail_tiles > 255u)
+        mk->tail_tiles = 255u;                    /* 8 bits of flags, as the pre-stage field */
     mkg_gpu_info g;
     mkg_mk_gpu(&g);
     mk->sms = g.sms;

@@ -143,7 +143,7 @@ const BadCase kBad[] = {
      MKG_ERR_BAD_BLOCK_SCALES},
     {"deps.flags: a bit that is not an MKG_DEPS_*", [](mkg_gemm_desc *d) { d->deps.flags = 32u; },
      MKG_ERR_DEPS_FLAGS},
-    {"deps.flags: a bit above the pre-stage field", [](mkg_gemm_desc *d) { d->deps.flags = 0x10000u; },
+    {"deps.flags: a bit above the L2-tail field", [](mkg_gemm_desc *d) { d->deps.flags = 0x1000000u; },
      MKG_ERR_DEPS_FLAGS},
 };
 
