@@ -102,8 +102,7 @@ static __device__ __forceinline__ void mkg_mk_phase_mark(int point)
 // MKG_MK_READY_AT (in shared memory: a register held across the op spilled); after a dry pass
 // that is when the wait after it returned, so input that landed during the dry pass reads late.
 // lone: the task has no more items than the grid has CTAs, so this is the CTA's only item of
-// it, usually reached while its input is still being made (see "Warm" below); with
-// MKG_MK_OPT_WARM_UNLESS_AFTER_INPUT, also not reached right after a unit of its input task.
+// it, usually reached while its input is still being made (see "Warm" below).
 static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int task, const mkg_mk_op *op, int item,
                                                     unsigned char *scratch, int tid, bool lone)
 {
@@ -299,7 +298,7 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
         mkg_setmaxnreg_inc<MKG_MK_CONSUMER_REGS>();
         const int wg = mkg_warp_uniform((int)threadIdx.x / 128) - 1, tid = threadIdx.x - 128;
         unsigned char *scratch = mkg_dyn_smem + (sm.epi - mkg_smem_addr(mkg_dyn_smem));
-        int base = 0, stamps = 0, ran = -1;           // ran: the last op this CTA ran a unit or item of
+        int base = 0, stamps = 0;
 #ifdef MKG_MK_PHASES
         if (tid == 0 && blockIdx.x < MKG_MK_PHASE_CTAS)
             mkg_mk_phase_buf[blockIdx.x][0] = 0;
@@ -336,18 +335,11 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                 if (s >= 0)
                     mkg_dispatch_consume_units<MKG_DTYPE_BF16>(p, s, m, mkg_mk_first(me, base), grid, items, &ring, &sm,
                                                                wg, on_unit);
-                if (mkg_mk_first(me, base) < items)
-                    ran = o;
             } else {
                 items = mkg_warp_uniform(mkg_mk_items(&op, &a.cfg, a.m, a.prefill, a.attn_split));
-                // MKG_MK_OPT_WARM_UNLESS_AFTER_INPUT: a CTA that has just run a unit of the item's
-                // input task reaches the item as that task ends; a dry pass would then only delay it.
-                const bool warmable =
-                    items <= grid && !((a.opts & MKG_MK_OPT_WARM_UNLESS_AFTER_INPUT) && ran == op.dep);
                 for (int i = mkg_mk_first(me, base); i < items; i += grid) {
                     const uint64_t t0 = a.timeline ? mkg_globaltimer() : 0;
-                    mkg_mk_run_item(&a, o, &op, i, scratch, tid, warmable);
-                    ran = o;
+                    mkg_mk_run_item(&a, o, &op, i, scratch, tid, items <= grid);
                     if (tid == 0)
                         mkg_mk_stamp(&a, &stamps, o, i, t0,
                                      *(volatile unsigned long long *)(scratch + MKG_MK_READY_AT),

@@ -60,9 +60,6 @@ extern "C" {
 #define MKG_MK_OPT_L2_TAIL_GATE_UP 1048576u /* gate/up GEMMs only: MKG_DEPS_L2_TAIL, at most MKG_MK_L2_TAIL_TILES K tiles
                                                of each unit (0 or unset: all). gate/up's producers reach their units
                                                ~25 us before the input, while attention and O leave DRAM idle (v77) */
-#define MKG_MK_OPT_WARM_UNLESS_AFTER_INPUT 2097152u /* MKG_MK_OPT_WARM, but no dry pass on a CTA that has just run a
-                                                      unit of the item's input task (v78: with 96 qkv units, 28 of the 64
-                                                      decode attention items share a CTA with one) */
 /* Bits the GEMM rows of the dispatch table take at mkg_mk_create (deps.flags). */
 #define MKG_MK_OPT_TABLE_BITS                                                                          \
     (MKG_MK_OPT_GEMM_L2_TAIL | MKG_MK_OPT_GEMM_L2_ALL | MKG_MK_OPT_B_EVICT_FIRST | MKG_MK_OPT_A_MAP_PREFETCH | \
