@@ -128,6 +128,11 @@ if has sanitize; then
           --gtest_filter="$([ "$tool" = racecheck ] && echo "${MKG_SANITIZE_RACE_FILTER:-$filt}" || echo "$filt")" >>"$f" 2>&1
         rc=$?
         say "$tool run $run ($e) rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$f" | tail -1)"
+        # The sites of each record, file:line pairs only, into the run log too: log.txt always
+        # comes back, sanitize.log not where a call writes more files than the lent machine returns.
+        grep -E '(Race reported|Potential .* hazard|and (Read|Write) access| at .*\.cu[h]?:[0-9]+)' "$f" |
+          grep -oE '(Write|Read) access|[A-Za-z0-9_]+\.cuh?:[0-9]+|\[[0-9]+ hazards\]' | paste -sd' ' |
+          sed -E 's/ (Write access)/\n  \1/g' | head -40 | sed 's/^/  /' | tee -a "$log" >/dev/null
       done
     done
   done
