@@ -57,10 +57,11 @@ extern "C" {
 #define MKG_MK_OPT_RING_BY_GEOMETRY 524288u /* GEMMs: the ring's layout keyed by stage geometry (MKG_RING_KEYED): rows
                                                of one stage count and size follow each other without a drain (down ->
                                                qkv at decode); off: measured +5-10 us at decode b1 (v76) */
-#define MKG_MK_OPT_L2_TAIL_GATE_UP 1048576u /* gate/up GEMMs only: MKG_DEPS_L2_TAIL, at most MKG_MK_L2_TAIL_TILES K tiles
-                                               of each unit (0 or unset: all). gate/up's producers reach their units
-                                               ~25 us before the input, while attention and O leave DRAM idle; off:
-                                               3 tiles flat at decode b1 and +35 us at b8, the whole tail +105 us (v77) */
+#define MKG_MK_OPT_L2_TAIL_GATE_UP 1048576u /* gate/up GEMMs only: MKG_DEPS_L2_TAIL, at most MKG_MK_L2_TAIL_TILES K
+                                               tiles of each unit (0 or unset: all). gate/up's producers reach their
+                                               units ~25 us before the input, while attention and O leave DRAM idle;
+                                               off: 3 tiles flat at decode b1 and +35 us at b8, the whole tail +105 us
+                                               (v77) */
 /* Bits the GEMM rows of the dispatch table take at mkg_mk_create (deps.flags). */
 #define MKG_MK_OPT_TABLE_BITS                                                                          \
     (MKG_MK_OPT_GEMM_L2_TAIL | MKG_MK_OPT_GEMM_L2_ALL | MKG_MK_OPT_B_EVICT_FIRST | MKG_MK_OPT_A_MAP_PREFETCH | \

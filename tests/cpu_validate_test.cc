@@ -183,7 +183,7 @@ TEST(Validate, ValidDescriptorPasses)
     EXPECT_EQ(mkg_gemm_validate(&d), MKG_OK);
     d.k = d.lda = d.ldb = 64;                  // one K block, shorter than 128
     EXPECT_EQ(mkg_gemm_validate(&d), MKG_OK);
-    d = valid_desc();                          // every known dependency flag, the pre-stage field full
+    d = valid_desc();                          // every known dependency flag, the pre-stage and tail fields full
     d.deps.flags = MKG_DEPS_KNOWN;
     EXPECT_EQ(mkg_gemm_validate(&d), MKG_OK);
 }
