@@ -55,33 +55,9 @@ static __device__ __forceinline__ uint32_t mkg_mbarrier_try_wait_parity(uint32_t
     return done;
 }
 
-// MKG_MBAR_SUSPEND_NS: the suspend-time hint of every mbarrier wait's try_wait, in ns (0: none,
-// the system's own limit). A thread whose phase is not complete sleeps until it completes or the
-// hint runs out; with a long hint the first try_wait almost always returns complete, so the
-// retry block that ptxas lays out far from the loop (v17: ~700 KB away in a dispatch kernel)
-// is almost never entered. The hint changes when a waiting thread wakes, never what it reads.
-#ifndef MKG_MBAR_SUSPEND_NS
-#define MKG_MBAR_SUSPEND_NS 10000000
-#endif
-
-// As mkg_mbarrier_try_wait_parity, suspended for at most MKG_MBAR_SUSPEND_NS.
-static __device__ __forceinline__ uint32_t mkg_mbarrier_try_wait_parity_hinted(uint32_t bar, uint32_t parity)
-{
-#if MKG_MBAR_SUSPEND_NS > 0
-    uint32_t done;
-    asm volatile("{\n\t.reg .pred p;\n\t"
-                 "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2, %3;\n\t"
-                 "selp.u32 %0, 1, 0, p;\n\t}"
-                 : "=r"(done) : "r"(bar), "r"(parity), "n"(MKG_MBAR_SUSPEND_NS) : "memory");
-    return done;
-#else
-    return mkg_mbarrier_try_wait_parity(bar, parity);
-#endif
-}
-
 static __device__ __forceinline__ void mkg_mbarrier_wait_parity(uint32_t bar, uint32_t parity)
 {
-    while (!mkg_mbarrier_try_wait_parity_hinted(bar, parity)) {
+    while (!mkg_mbarrier_try_wait_parity(bar, parity)) {
     }
 }
 
@@ -129,17 +105,10 @@ static __device__ __forceinline__ void mkg_mbarrier_wait_parity_cluster(uint32_t
 {
     uint32_t done;
     do {
-#if MKG_MBAR_SUSPEND_NS > 0
-        asm volatile("{\n\t.reg .pred p;\n\t"
-                     "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2, %3;\n\t"
-                     "selp.u32 %0, 1, 0, p;\n\t}"
-                     : "=r"(done) : "r"(bar), "r"(parity), "n"(MKG_MBAR_SUSPEND_NS) : "memory");
-#else
         asm volatile("{\n\t.reg .pred p;\n\t"
                      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\t"
                      "selp.u32 %0, 1, 0, p;\n\t}"
                      : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-#endif
     } while (!done);
 }
 
