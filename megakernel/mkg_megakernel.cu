@@ -299,6 +299,7 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
         const int wg = mkg_warp_uniform((int)threadIdx.x / 128) - 1, tid = threadIdx.x - 128;
         unsigned char *scratch = mkg_dyn_smem + (sm.epi - mkg_smem_addr(mkg_dyn_smem));
         int base = 0, stamps = 0;
+        bool staged = false;    // a GEMM task ran since this CTA's last item (see the item loop)
 #ifdef MKG_MK_PHASES
         if (tid == 0 && blockIdx.x < MKG_MK_PHASE_CTAS)
             mkg_mk_phase_buf[blockIdx.x][0] = 0;
@@ -335,9 +336,20 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                 if (s >= 0)
                     mkg_dispatch_consume_units<MKG_DTYPE_BF16>(p, s, m, mkg_mk_first(me, base), grid, items, &ring, &sm,
                                                                wg, on_unit);
+                staged = true;
             } else {
                 items = mkg_warp_uniform(mkg_mk_items(&op, &a.cfg, a.m, a.prefill, a.attn_split));
                 for (int i = mkg_mk_first(me, base); i < items; i += grid) {
+                    // The items' scratch is the GEMM epilogue's staging area (sm.epi). After a GEMM
+                    // task, each warpgroup's TMA stores may still be reading their staging buffers,
+                    // and the other warpgroup may still be writing its own (the warpgroups leave a
+                    // GEMM task apart, and thread 0 writes the item flag, inside warpgroup 1's last
+                    // buffer, before the item's first group barrier): both drain and meet first.
+                    if (staged) {
+                        mkg_epilogue_drain();
+                        mkg_bar_sync_any(MKG_MK_BAR, MKG_OP_THREADS);
+                        staged = false;
+                    }
                     const uint64_t t0 = a.timeline ? mkg_globaltimer() : 0;
                     mkg_mk_run_item(&a, o, &op, i, scratch, tid, items <= grid);
                     if (tid == 0)
