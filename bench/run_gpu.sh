@@ -24,6 +24,10 @@
 #                MKG_SANITIZE_RACE_FILTER racecheck's own filter (default: the megakernel step alone; the
 #                bf16 ragged sweep and the chunked-K tests take ~4 minutes under racecheck, which ran
 #                session 35's first call into its 600 s limit)
+#   MKG_SANITIZER the compute-sanitizer binary (default: the one on PATH). A newer release can be carried in
+#                an ignored folder, e.g. build-san2026/bin/compute-sanitizer from the nvidia-cuda-sanitizer-api
+#                13.2.87 wheel (2026.1.1: racecheck false positives with Hopper warpgroup syncs fixed,
+#                bench/NOTES.md, end of session 35); the run log names each run's version.
 #   MKG_CMAKE_ARGS extra cmake configure arguments; MKG_TEST_TIMEOUT seconds for the test stage (900)
 #   MKG_BUILD_TARGETS only these build targets; MKG_GPU_TEST_BIN the test stage's binary (mkgemm_gpu_tests).
 #                A quick GEMM-only run: MKG_CMAKE_ARGS=-DMKG_BENCH_DISPATCH=OFF
@@ -115,6 +119,9 @@ if has sanitize; then
   # MKG_SANITIZE_ENVS: ';'-separated sets of environment assignments, each run under every tool
   # (e.g. "MKG_MK_OPTS=2275;MKG_MK_OPTS=18659"); default one set that changes nothing.
   IFS=';' read -r -a env_sets <<<"${MKG_SANITIZE_ENVS:-MKG_SANITIZE_DEFAULT=1}"
+  san=${MKG_SANITIZER:-compute-sanitizer}
+  [ "$san" = compute-sanitizer ] || san=$(cd "$root" && realpath "$san")
+  say "sanitizer: $san, $("$san" --version 2>&1 | grep -o 'Version [0-9.]*' | head -1)"
   nlog=0
   for tool in ${MKG_SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
     for e in "${env_sets[@]}"; do
@@ -125,7 +132,7 @@ if has sanitize; then
         f="$out/sanitize_$(printf %03d $nlog)_${tool}_${run}_$(echo "$e" | tr -c 'A-Za-z0-9' '_').log"
         echo "#### $tool run $run ($e)" >"$f"
         # shellcheck disable=SC2086
-        env $e MKG_TEST_QUICK=1 timeout "${MKG_SANITIZE_TIMEOUT:-420}" compute-sanitizer --tool $tool --error-exitcode 9 \
+        env $e MKG_TEST_QUICK=1 timeout "${MKG_SANITIZE_TIMEOUT:-420}" "$san" --tool $tool --error-exitcode 9 \
           "$build"/tests/${MKG_GPU_TEST_BIN:-mkgemm_gpu_tests} \
           --gtest_filter="$([ "$tool" = racecheck ] && echo "${MKG_SANITIZE_RACE_FILTER:-Megakernel.TwoLayerStepsForSanitizers}" || echo "$filt")" >>"$f" 2>&1
         rc=$?
