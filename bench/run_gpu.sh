@@ -18,12 +18,11 @@
 #   MKG_MK_ARGS  extra mkg_demo arguments (mk stage: megakernel demo, JSON and a decode timeline)
 #   MKG_SANITIZE_FILTER gtest filter for the compute-sanitizer stage (MKG_TEST_SCHEDULES=sub,..
 #                limits the GEMM sweep to rows whose name holds a listed substring); MKG_SANITIZE_TIMEOUT seconds
-#                per tool (420: racecheck takes ~75 s on the bf16 sweep of 41 rows, and 150 s stopped it
-#                before the megakernel step in session 24)
+#                per tool (420)
 #                MKG_SANITIZE_RUNS runs of each tool per MKG_SANITIZE_ENVS set (see the stage);
-#                MKG_SANITIZE_RACE_FILTER racecheck's own filter (default: the megakernel step alone; the
-#                bf16 ragged sweep and the chunked-K tests take ~4 minutes under racecheck, which ran
-#                session 35's first call into its 600 s limit)
+#                MKG_SANITIZE_RACE_FILTER racecheck's own filter (default: MKG_SANITIZE_FILTER where set, else
+#                the megakernel step alone; the default filter's bf16 ragged sweep and chunked-K tests take
+#                ~4 minutes under racecheck, which ran session 35's first call into its 600 s limit)
 #   MKG_SANITIZER the compute-sanitizer binary (default: the one on PATH). A newer release can be carried in
 #                an ignored folder, e.g. build-san2026/bin/compute-sanitizer from the nvidia-cuda-sanitizer-api
 #                13.2.87 wheel (2026.1.1: racecheck false positives with Hopper warpgroup syncs fixed,
@@ -134,7 +133,7 @@ if has sanitize; then
         # shellcheck disable=SC2086
         env $e MKG_TEST_QUICK=1 timeout "${MKG_SANITIZE_TIMEOUT:-420}" "$san" --tool $tool --error-exitcode 9 \
           "$build"/tests/${MKG_GPU_TEST_BIN:-mkgemm_gpu_tests} \
-          --gtest_filter="$([ "$tool" = racecheck ] && echo "${MKG_SANITIZE_RACE_FILTER:-Megakernel.TwoLayerStepsForSanitizers}" || echo "$filt")" >>"$f" 2>&1
+          --gtest_filter="$([ "$tool" = racecheck ] && echo "${MKG_SANITIZE_RACE_FILTER:-${MKG_SANITIZE_FILTER:-Megakernel.TwoLayerStepsForSanitizers}}" || echo "$filt")" >>"$f" 2>&1
         rc=$?
         say "$tool run $run ($e) rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$f" | tail -1)"
         # The sites of each record, file:line pairs only, into the run log too: log.txt always
