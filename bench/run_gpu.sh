@@ -329,12 +329,21 @@ if has ncusrc; then
   #   MKG_NCU_DTYPE the input dtype (bf16)
   say "ncu source ($MKG_NCU_BENCH)"
   ncu_source "${MKG_NCU_KERNEL:-mkg_gemm_persistent}" "${MKG_NCU_SKIP:-3}" ncu_src.txt
-  timeout 300 ncu --clock-control none -k "regex:^(sm90_|nvjet|cutlass)" --launch-skip 2 --launch-count 1 \
-    --section SpeedOfLight --section WarpStateStats --section LaunchStats --section Occupancy \
-    --section MemoryWorkloadAnalysis "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" \
-    ${MKG_NCU_BENCH:-} --dtype "${MKG_NCU_DTYPE:-bf16}" --out /tmp/ncu_bench2.json >"$out/ncu_cublas.txt" 2>&1
-  say "ncu cublas rc=$?"
-  grep -E "^  [a-zA-Z_0-9]+.*\(|Duration|Throughput|Stall|Warp Cycles" "$out/ncu_cublas.txt" | head -30 | tee -a "$log"
+  # MKG_NCU_KERNEL2 (MKG_NCU_SKIP2): a second kernel of ours for the same problem, side by side
+  # (e.g. the dispatch kernel against the shipped instantiation of the schedule it picks).
+  if [ -n "${MKG_NCU_KERNEL2:-}" ]; then
+    say "ncu source, second kernel ($MKG_NCU_KERNEL2)"
+    ncu_source "$MKG_NCU_KERNEL2" "${MKG_NCU_SKIP2:-3}" ncu_src2.txt
+  fi
+  # MKG_NCU_NO_CUBLAS=1: leave cuBLASLt's kernel out.
+  if [ "${MKG_NCU_NO_CUBLAS:-0}" != 1 ]; then
+    timeout 300 ncu --clock-control none -k "regex:^(sm90_|nvjet|cutlass)" --launch-skip 2 --launch-count 1 \
+      --section SpeedOfLight --section WarpStateStats --section LaunchStats --section Occupancy \
+      --section MemoryWorkloadAnalysis "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" \
+      ${MKG_NCU_BENCH:-} --dtype "${MKG_NCU_DTYPE:-bf16}" --out /tmp/ncu_bench2.json >"$out/ncu_cublas.txt" 2>&1
+    say "ncu cublas rc=$?"
+    grep -E "^  [a-zA-Z_0-9]+.*\(|Duration|Throughput|Stall|Warp Cycles" "$out/ncu_cublas.txt" | head -30 | tee -a "$log"
+  fi
 fi
 if has cubsrc; then
   # cuBLASLt's kernel with source counters and its hot loop in SASS. MKG_NCU_CUBLAS: a kernel-name
