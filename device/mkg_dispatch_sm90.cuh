@@ -396,10 +396,9 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
 // accumulators are live in it. OT >= 0: C is of type OT with a plain store (the pick checked
 // it), and only that epilogue is compiled. first, stride and units: warp-uniform values
 // (the CTA's rank, gridDim, mkg_dispatch_begin*), so that the loops stay on the uniform datapath.
-// A one-CTA-per-SM kernel should take first = mkg_cta_rank_for_units(blockIdx.x, gridDim.x,
-// units), and its producer the same: a row with at most ceil(SMs / 2) units then runs one unit
-// per TPC (v71 in bench/NOTES.md: decode rows up to 1.3x faster than with first = blockIdx.x),
-// a larger one in blockIdx order (session 36: 1B down M = 512, 128 units, 38.0 -> 33.5 us).
+// A one-CTA-per-SM kernel should take first = mkg_cta_rank_spread(blockIdx.x, gridDim.x), and
+// its producer the same: a row with fewer units than SMs then runs one unit per TPC (v71 in
+// bench/NOTES.md: decode rows up to 1.3x faster than with first = blockIdx.x).
 template <int DT, int TM, int TN, int KH, int ST, int SWAP, int SPLIT, int PP, int OT>
 static __device__ __forceinline__ void mkg_dispatch_one_loop(const mkg_gemm_params *p, int m, int first, int stride,
                                                              int units, int raster, int group, mkg_ring *r,

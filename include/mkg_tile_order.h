@@ -76,18 +76,6 @@ static MKG_HD int mkg_cta_rank_spread(int b, int grid)
     return (b & 1) ? (grid + 1) / 2 + (b >> 1) : (b >> 1);
 }
 
-/* CTA b's rank for a row of `units` work units on a one-CTA-per-SM grid: the spread order while
- * the units fit on one SM of each TPC (units <= ceil(grid / 2)), else b itself. With more units
- * than that, half the busy SMs share a TPC whichever order is used, and blockIdx order puts units
- * u and u + 1 (which share B's tile in raster-M order) on one TPC, where the spread order pairs u
- * with u + ceil(grid / 2): 1B down M = 512 (128 units) ran 33.5 us in blockIdx order and 38.0 in
- * the spread order (shipped kernel, grid 128: 31.2; session 36 in bench/NOTES.md). A bijection
- * of [0, grid) for every grid >= 1 and units >= 0 (a CPU test checks it). */
-static MKG_HD int mkg_cta_rank_for_units(int b, int grid, int units)
-{
-    return units <= (grid + 1) / 2 ? mkg_cta_rank_spread(b, grid) : b;
-}
-
 /* ---- canonical K chunks and split-K ---------------------------------------------
  * A layer's K is cut into chunks of KC elements (KC a multiple of the stage depth
  * TK, or KC >= K for one chunk). A schedule with SPLIT s cuts every tile's chunks

@@ -177,42 +177,6 @@ TEST(TileOrder, RankSpreadIsAPermutationEvenCtasFirst)
     }
 }
 
-// The dispatch kernel's default unit order (mkg_cta_rank_for_units): a permutation for every
-// grid and unit count; with units <= ceil(grid / 2) no two busy CTAs share a TPC (CTAs 2i and
-// 2i + 1), with more the busy CTAs of the first wave are exactly CTAs 0 .. units - 1.
-TEST(TileOrder, RankForUnitsSpreadsOnlyWhatFitsOnePerTpc)
-{
-    for (int grid = 1; grid <= 300; ++grid) {
-        for (int units : {0, 1, (grid + 1) / 2 - 1, (grid + 1) / 2, (grid + 1) / 2 + 1, grid - 1, grid, 2 * grid + 3}) {
-            if (units < 0)
-                continue;
-            std::vector<int> seen(static_cast<size_t>(grid), 0), busy(static_cast<size_t>(grid), 0);
-            for (int b = 0; b < grid; ++b) {
-                const int r = mkg_cta_rank_for_units(b, grid, units);
-                ASSERT_GE(r, 0) << "grid " << grid << " units " << units << " cta " << b;
-                ASSERT_LT(r, grid) << "grid " << grid << " units " << units << " cta " << b;
-                ++seen[static_cast<size_t>(r)];
-                busy[static_cast<size_t>(b)] = r < units;
-            }
-            for (int r = 0; r < grid; ++r)
-                ASSERT_EQ(seen[static_cast<size_t>(r)], 1) << "grid " << grid << " units " << units << " rank " << r;
-            if (units <= (grid + 1) / 2) {
-                for (int b = 0; b + 1 < grid; b += 2)
-                    EXPECT_FALSE(busy[static_cast<size_t>(b)] && busy[static_cast<size_t>(b + 1)])
-                        << "grid " << grid << " units " << units << " TPC of CTAs " << b << ", " << b + 1;
-            } else {
-                for (int b = 0; b < grid; ++b)
-                    EXPECT_EQ(busy[static_cast<size_t>(b)], b < units) << "grid " << grid << " units " << units << " cta " << b;
-            }
-        }
-    }
-    // The H200's 132 CTAs: 66 units spread (CTA 2u), 67 and 128 in blockIdx order.
-    EXPECT_EQ(mkg_cta_rank_for_units(130, 132, 66), 65);
-    EXPECT_EQ(mkg_cta_rank_for_units(1, 132, 66), 66);
-    EXPECT_EQ(mkg_cta_rank_for_units(1, 132, 67), 1);
-    EXPECT_EQ(mkg_cta_rank_for_units(127, 132, 128), 127);
-}
-
 TEST(ChunkSplit, EveryKCoveredExactlyOnceForEverySplit)
 {
     const int ks[] = {8, 64, 72, 1000, 2048, 4096, 4160, 8192, 14336};
