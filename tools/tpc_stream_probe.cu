@@ -10,6 +10,18 @@
 //   first:  smid < n (both SMs of the first n / 2 TPCs, packed into the first GPCs)
 // A TPC is the SM pair (2t, 2t + 1) (bench/results/placement_probe_h200.txt). Prints GB/s per set
 // (median of 7 launches) and the count of CTAs that found themselves active (must equal n).
+//
+// Second part (session 36: the dispatch kernel's 1B down M = 512 row, 128 units of 128 K steps that
+// read their 24 KB stages from the L2, ran 38.0 us when TPC neighbours held units with no operand in
+// common and 33.5 us when they shared B's tile): every SM streams from the L2 (a slice of 256 KB,
+// 16 boxes, read 32 times: 8 MB per SM, the whole footprint <= 33 MB), and the slice an SM reads is
+//   diff:  its own (slice = smid: no two SMs read the same lines)
+//   pair:  its TPC's (slice = smid / 2: both SMs of a TPC read the same lines at about the same time)
+//   gpc8:  one slice per 16 consecutive SMs (slice = smid / 16: about a GPC reads the same lines)
+//   all:   slice 0 for every SM (one 256 KB slice, every SM)
+// with n = all SMs active. If `pair` reads faster than `diff`, the two SMs of a TPC share a path
+// to the L2 that serves the same line once; a unit order could then put units that share an
+// operand on one TPC.
 // Usage: mkg_tpc_stream_probe   (needs an sm_90 GPU)
 #include <algorithm>
 #include <vector>
@@ -58,6 +70,77 @@ __global__ void __launch_bounds__(128, 1) k_stream(const __grid_constant__ CUten
     }
     for (int i = ITERS; i < ITERS + ST; ++i)
         mkg_mbarrier_wait_parity(full + 8u * (i % ST), (uint32_t)((i / ST - 1) & 1));
+}
+
+#define L2_SLICE_BOXES 16                     // 256 KB slices, L2-resident
+
+__device__ unsigned int g_active_l2;
+
+// As k_stream, all SMs active, from slice `slice_of(smid, mode)` of an L2-resident matrix.
+__global__ void __launch_bounds__(128, 1) k_stream_l2(const __grid_constant__ CUtensorMap map, int mode, int sms)
+{
+    extern __shared__ __align__(1024) unsigned char smem[];
+    const int smid = mkg_smid();
+    if (smid >= sms || threadIdx.x != 0)
+        return;
+    atomicAdd(&g_active_l2, 1u);
+    const int slice = mode == 0 ? smid : mode == 1 ? smid / 2 : mode == 2 ? smid / 16 : 0;
+    const uint32_t base = (mkg_smem_addr(smem) + 1023u) & ~1023u;
+    const uint32_t full = base + ST * BOX_BYTES;
+    for (int s = 0; s < ST; ++s)
+        mkg_mbarrier_init(full + 8u * s, 1);
+    mkg_fence_mbarrier_init();
+    const int row0 = slice * L2_SLICE_BOXES * BOX_ROWS;
+    for (int i = 0; i < ITERS; ++i) {
+        const int s = i % ST;
+        if (i >= ST)
+            mkg_mbarrier_wait_parity(full + 8u * s, (uint32_t)((i / ST - 1) & 1));
+        mkg_mbarrier_arrive_expect_tx(full + 8u * s, BOX_BYTES);
+        mkg_tma_load_2d(base + (uint32_t)s * BOX_BYTES, &map, full + 8u * s, 0,
+                        row0 + (i % L2_SLICE_BOXES) * BOX_ROWS);
+    }
+    for (int i = ITERS; i < ITERS + ST; ++i)
+        mkg_mbarrier_wait_parity(full + 8u * (i % ST), (uint32_t)((i / ST - 1) & 1));
+}
+
+static void l2_sharing(const uint16_t *x, int sms)
+{
+    CUtensorMap map;
+    encode_promo(&map, x, sms * L2_SLICE_BOXES * BOX_ROWS, 64, BOX_ROWS, CU_TENSOR_MAP_L2_PROMOTION_L2_128B);
+    MKG_CUDA_CHECK(cudaFuncSetAttribute(k_stream_l2, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+    cudaEvent_t e0, e1;
+    MKG_CUDA_CHECK(cudaEventCreate(&e0));
+    MKG_CUDA_CHECK(cudaEventCreate(&e1));
+    static const char *names[4] = {"diff (slice = smid)", "pair (slice = smid / 2)", "gpc8 (slice = smid / 16)",
+                                   "all (slice 0)"};
+    printf("L2-resident sharing, all %d SMs, %d KB slices, %d boxes of %d KB per SM, %d in flight; GB/s = "
+           "bytes read by all SMs / kernel time (median of 15)\n", sms, L2_SLICE_BOXES * BOX_BYTES / 1024, ITERS,
+           BOX_BYTES / 1024, ST);
+    double diff = 0.0;
+    for (int mode = 0; mode < 4; ++mode) {
+        std::vector<float> ms;
+        unsigned int active = 0;
+        for (int r = 0; r < 16; ++r) {
+            const unsigned int zero = 0;
+            MKG_CUDA_CHECK(cudaMemcpyToSymbol(g_active_l2, &zero, sizeof zero));
+            MKG_CUDA_CHECK(cudaEventRecord(e0));
+            k_stream_l2<<<sms, 128, SMEM_BYTES>>>(map, mode, sms);
+            MKG_CUDA_CHECK(cudaEventRecord(e1));
+            MKG_CUDA_CHECK(cudaEventSynchronize(e1));
+            MKG_CUDA_CHECK(cudaGetLastError());
+            float t = 0.0f;
+            MKG_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
+            MKG_CUDA_CHECK(cudaMemcpyFromSymbol(&active, g_active_l2, sizeof active));
+            if (r > 0)
+                ms.push_back(t);                // the first launch brings the slices into the L2
+        }
+        std::sort(ms.begin(), ms.end());
+        const double gbs = (double)active * ITERS * BOX_BYTES / (ms[ms.size() / 2] * 1e-3) / 1e9;
+        if (mode == 0)
+            diff = gbs;
+        printf("  %-26s %8.0f GB/s  %6.0f GB/s per SM  %.3f of diff  (%u CTAs active)\n", names[mode], gbs,
+               gbs / active, gbs / diff, active);
+    }
 }
 
 int main()
@@ -109,6 +192,7 @@ int main()
         printf("%4d   %10.0f            %10.0f             %10.0f       %6.3f\n", n, gbs[0], gbs[1], gbs[2],
                gbs[0] / gbs[1]);
     }
+    l2_sharing(x, sms);
     MKG_CUDA_CHECK(cudaFree(x));
     return 0;
 }
