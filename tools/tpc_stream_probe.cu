@@ -14,7 +14,8 @@
 // Second part (session 36: the dispatch kernel's 1B down M = 512 row, 128 units of 128 K steps that
 // read their 24 KB stages from the L2, ran 38.0 us when TPC neighbours held units with no operand in
 // common and 33.5 us when they shared B's tile): every SM streams from the L2 (a slice of 256 KB,
-// 16 boxes, read 32 times: 8 MB per SM, the whole footprint <= 33 MB), and the slice an SM reads is
+// 16 boxes, read 32 times: 8 MB per SM, the whole footprint <= 33 MB; then 64 KB slices, <= 8 MB,
+// to rule out the L2's capacity), and the slice an SM reads is
 //   diff:  its own (slice = smid: no two SMs read the same lines)
 //   pair:  its TPC's (slice = smid / 2: both SMs of a TPC read the same lines at about the same time)
 //   gpc8:  one slice per 16 consecutive SMs (slice = smid / 16: about a GPC reads the same lines)
@@ -72,12 +73,12 @@ __global__ void __launch_bounds__(128, 1) k_stream(const __grid_constant__ CUten
         mkg_mbarrier_wait_parity(full + 8u * (i % ST), (uint32_t)((i / ST - 1) & 1));
 }
 
-#define L2_SLICE_BOXES 16                     // 256 KB slices, L2-resident
 
 __device__ unsigned int g_active_l2;
 
 // As k_stream, all SMs active, from slice `slice_of(smid, mode)` of an L2-resident matrix.
-__global__ void __launch_bounds__(128, 1) k_stream_l2(const __grid_constant__ CUtensorMap map, int mode, int sms)
+__global__ void __launch_bounds__(128, 1) k_stream_l2(const __grid_constant__ CUtensorMap map, int mode, int sms,
+                                                      int slice_boxes)
 {
     extern __shared__ __align__(1024) unsigned char smem[];
     const int smid = mkg_smid();
@@ -90,23 +91,23 @@ __global__ void __launch_bounds__(128, 1) k_stream_l2(const __grid_constant__ CU
     for (int s = 0; s < ST; ++s)
         mkg_mbarrier_init(full + 8u * s, 1);
     mkg_fence_mbarrier_init();
-    const int row0 = slice * L2_SLICE_BOXES * BOX_ROWS;
+    const int row0 = slice * slice_boxes * BOX_ROWS;
     for (int i = 0; i < ITERS; ++i) {
         const int s = i % ST;
         if (i >= ST)
             mkg_mbarrier_wait_parity(full + 8u * s, (uint32_t)((i / ST - 1) & 1));
         mkg_mbarrier_arrive_expect_tx(full + 8u * s, BOX_BYTES);
         mkg_tma_load_2d(base + (uint32_t)s * BOX_BYTES, &map, full + 8u * s, 0,
-                        row0 + (i % L2_SLICE_BOXES) * BOX_ROWS);
+                        row0 + (i % slice_boxes) * BOX_ROWS);
     }
     for (int i = ITERS; i < ITERS + ST; ++i)
         mkg_mbarrier_wait_parity(full + 8u * (i % ST), (uint32_t)((i / ST - 1) & 1));
 }
 
-static void l2_sharing(const uint16_t *x, int sms)
+static void l2_sharing(const uint16_t *x, int sms, int slice_boxes)
 {
     CUtensorMap map;
-    encode_promo(&map, x, sms * L2_SLICE_BOXES * BOX_ROWS, 64, BOX_ROWS, CU_TENSOR_MAP_L2_PROMOTION_L2_128B);
+    encode_promo(&map, x, sms * slice_boxes * BOX_ROWS, 64, BOX_ROWS, CU_TENSOR_MAP_L2_PROMOTION_L2_128B);
     MKG_CUDA_CHECK(cudaFuncSetAttribute(k_stream_l2, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
     cudaEvent_t e0, e1;
     MKG_CUDA_CHECK(cudaEventCreate(&e0));
@@ -114,7 +115,7 @@ static void l2_sharing(const uint16_t *x, int sms)
     static const char *names[4] = {"diff (slice = smid)", "pair (slice = smid / 2)", "gpc8 (slice = smid / 16)",
                                    "all (slice 0)"};
     printf("L2-resident sharing, all %d SMs, %d KB slices, %d boxes of %d KB per SM, %d in flight; GB/s = "
-           "bytes read by all SMs / kernel time (median of 15)\n", sms, L2_SLICE_BOXES * BOX_BYTES / 1024, ITERS,
+           "bytes read by all SMs / kernel time (median of 15)\n", sms, slice_boxes * BOX_BYTES / 1024, ITERS,
            BOX_BYTES / 1024, ST);
     double diff = 0.0;
     for (int mode = 0; mode < 4; ++mode) {
@@ -124,7 +125,7 @@ static void l2_sharing(const uint16_t *x, int sms)
             const unsigned int zero = 0;
             MKG_CUDA_CHECK(cudaMemcpyToSymbol(g_active_l2, &zero, sizeof zero));
             MKG_CUDA_CHECK(cudaEventRecord(e0));
-            k_stream_l2<<<sms, 128, SMEM_BYTES>>>(map, mode, sms);
+            k_stream_l2<<<sms, 128, SMEM_BYTES>>>(map, mode, sms, slice_boxes);
             MKG_CUDA_CHECK(cudaEventRecord(e1));
             MKG_CUDA_CHECK(cudaEventSynchronize(e1));
             MKG_CUDA_CHECK(cudaGetLastError());
@@ -192,7 +193,8 @@ int main()
         printf("%4d   %10.0f            %10.0f             %10.0f       %6.3f\n", n, gbs[0], gbs[1], gbs[2],
                gbs[0] / gbs[1]);
     }
-    l2_sharing(x, sms);
+    l2_sharing(x, sms, 16);          // 256 KB slices: 33 MB in all
+    l2_sharing(x, sms, 4);           // 64 KB slices: 8 MB in all, far below the L2's size
     MKG_CUDA_CHECK(cudaFree(x));
     return 0;
 }
