@@ -9,20 +9,6 @@
 
 #include "mkg_dispatch_sm90.cuh"
 
-/* This CTA's rank in unit order (mkg_bench_dispatch_order) for schedule s at M = m: 3 (the
- * default) mkg_cta_rank_for_row (decode rows spread over TPCs, rows with several M tiles in CTA
- * order), 1 always even CTAs first (mkg_cta_rank_spread, v71), 0 blockIdx, 2 even SMs first by
- * %smid (a diagnostic: right only while every SM runs exactly one CTA of the grid, which the host
- * checks it can be). Not made warp-uniform here: the producer calls it from one lane. */
-static __device__ __forceinline__ int mkg_bench_dispatch_rank(int order, int grid, int s, int m)
-{
-    const int b = (int)blockIdx.x;
-    return order == 3   ? mkg_cta_rank_for_row(b, grid, mkg_dispatch_tiles_m(s, m))
-           : order == 1 ? mkg_cta_rank_spread(b, grid)
-           : order == 2 ? mkg_cta_rank_spread(mkg_smid(), grid)
-                        : b;
-}
-
 template <int DT, int OT>
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
 mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, const int *__restrict__ m_cur,
@@ -44,7 +30,13 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
     if (threadIdx.x == 0)
         MKG_PROBE(1);
 
-    const int grid = (int)gridDim.x;
+    // This CTA's rank in unit order (mkg_bench_dispatch_order): 1 even CTAs first
+    // (mkg_cta_rank_spread, the default), 0 blockIdx, 2 even SMs first by %smid (a diagnostic:
+    // right only while every SM runs exactly one CTA of the grid, which the host checks it can be).
+    const int b = (int)blockIdx.x, grid = (int)gridDim.x;
+    const int rank = mkg_warp_uniform(order == 1   ? mkg_cta_rank_spread(b, grid)
+                                      : order == 2 ? mkg_cta_rank_spread(mkg_smid(), grid)
+                                                   : b);
     mkg_ring ring = mkg_ring_start();
     const mkg_gemm_params *p = NULL;
     int m = 0, units = 0;
@@ -57,7 +49,6 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
             const int s = mkg_dispatch_begin_slot(rows, layer, &slot, &ring, &sm, 1, &p, &m, &units);
             if (threadIdx.x == 0)
                 MKG_PROBE(2);
-            const int rank = mkg_bench_dispatch_rank(order, grid, s, m);
             for (int u = rank; s >= 0 && u < units; u += grid) {
                 if (np == 2)
                     mkg_dispatch_produce<0, true, 2, true>(p, s, m, u, &ring, &sm);
@@ -72,8 +63,7 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
         const int wg = mkg_warp_uniform((int)threadIdx.x / 128) - 1;
         const int s = mkg_dispatch_begin_slot(rows, layer, &slot, &ring, &sm, 0, &p, &m, &units);
         if (s >= 0)
-            mkg_dispatch_consume_units_one<DT, OT>(p, s, m, mkg_warp_uniform(mkg_bench_dispatch_rank(order, grid, s, m)),
-                                                   grid, units, &ring, &sm, wg);
+            mkg_dispatch_consume_units_one<DT, OT>(p, s, m, rank, grid, units, &ring, &sm, wg);
         MKG_PROBE(5 + 4 * wg);
         mkg_epilogue_drain();
         MKG_PROBE(6 + 4 * wg);

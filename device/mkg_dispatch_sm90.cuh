@@ -148,20 +148,6 @@ static __device__ __forceinline__ int mkg_dispatch_units(const mkg_gemm_params *
     return mkg_dispatch_units_of<ONE>(s, m, p->n, p->k, p->kc);
 }
 
-// Tiles along M (the token dimension, swap rows included) of schedule s at M = m: 1 when every
-// unit of the row reads the same A rows and a B tile of its own (mkg_cta_rank_for_row).
-static __device__ __forceinline__ int mkg_dispatch_tiles_m(int s, int m)
-{
-    switch (s) {
-#define MKG_X_TILES_M(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                    \
-    case MKG_SCHED_##name:                                                                        \
-        return mkg_ceil_div(m, tm);
-        MKG_SCHEDULE_LIST(MKG_X_TILES_M)
-#undef MKG_X_TILES_M
-    default: return 0;
-    }
-}
-
 // Lanes of the warp pick: lane 0 loads M, lanes 1..MKG_PICK_SCHED - 1 one field each, lanes
 // MKG_PICK_SCHED.. the schedule bytes, four per lane.
 #define MKG_PICK_SCHED 12
@@ -410,11 +396,9 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
 // accumulators are live in it. OT >= 0: C is of type OT with a plain store (the pick checked
 // it), and only that epilogue is compiled. first, stride and units: warp-uniform values
 // (the CTA's rank, gridDim, mkg_dispatch_begin*), so that the loops stay on the uniform datapath.
-// A one-CTA-per-SM kernel should take first = mkg_cta_rank_for_row(blockIdx.x, gridDim.x,
-// mkg_dispatch_tiles_m(s, m)), and its producer the same: a decode row (one tile along M) with
-// fewer units than SMs then runs one unit per TPC (v71 in bench/NOTES.md: up to 1.3x faster than
-// with first = blockIdx.x), and a row with several M tiles puts units that share a tile on one
-// TPC (session 36: 1B down M = 512 38.0 -> 33.5 us).
+// A one-CTA-per-SM kernel should take first = mkg_cta_rank_spread(blockIdx.x, gridDim.x), and
+// its producer the same: a row with fewer units than SMs then runs one unit per TPC (v71 in
+// bench/NOTES.md: decode rows up to 1.3x faster than with first = blockIdx.x).
 template <int DT, int TM, int TN, int KH, int ST, int SWAP, int SPLIT, int PP, int OT>
 static __device__ __forceinline__ void mkg_dispatch_one_loop(const mkg_gemm_params *p, int m, int first, int stride,
                                                              int units, int raster, int group, mkg_ring *r,
