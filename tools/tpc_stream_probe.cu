@@ -46,62 +46,80 @@ static __device__ bool probe_active(int smid, int n, int set)
     return smid < n;
 }
 
-// Thread 0 of an active CTA streams boxes slot by slot: before reusing slot s it waits for the
-// box that last landed there, so ST boxes are always in flight. Each active SM reads the rows of
-// its own slice (by %smid), so no two CTAs share a line.
-__global__ void __launch_bounds__(128, 1) k_stream(const __grid_constant__ CUtensorMap map, int n, int set, int sms)
+// Thread 0 of an active CTA streams ITERS boxes slot by slot: before reusing slot s it waits for
+// the box that last landed there, so ST boxes are always in flight. Box i is rows row0 +
+// (i % period) * BOX_ROWS: period ITERS reads ITERS fresh boxes, a smaller one reads the same
+// `period` boxes over and over.
+static __device__ void stream_boxes(const CUtensorMap *map, int row0, int period)
 {
     extern __shared__ __align__(1024) unsigned char smem[];
-    const int smid = mkg_smid();
-    if (smid >= sms || !probe_active(smid, n, set) || threadIdx.x != 0)
-        return;
     atomicAdd(&g_active, 1u);
     const uint32_t base = (mkg_smem_addr(smem) + 1023u) & ~1023u;
     const uint32_t full = base + ST * BOX_BYTES;
     for (int s = 0; s < ST; ++s)
         mkg_mbarrier_init(full + 8u * s, 1);
     mkg_fence_mbarrier_init();
-    const int row0 = smid * ITERS * BOX_ROWS;
     for (int i = 0; i < ITERS; ++i) {
         const int s = i % ST;
         if (i >= ST)
             mkg_mbarrier_wait_parity(full + 8u * s, (uint32_t)((i / ST - 1) & 1));
         mkg_mbarrier_arrive_expect_tx(full + 8u * s, BOX_BYTES);
-        mkg_tma_load_2d(base + (uint32_t)s * BOX_BYTES, &map, full + 8u * s, 0, row0 + i * BOX_ROWS);
+        mkg_tma_load_2d(base + (uint32_t)s * BOX_BYTES, map, full + 8u * s, 0, row0 + (i % period) * BOX_ROWS);
     }
     for (int i = ITERS; i < ITERS + ST; ++i)
         mkg_mbarrier_wait_parity(full + 8u * (i % ST), (uint32_t)((i / ST - 1) & 1));
 }
 
+// The active SMs of set `set` each read their own slice (by %smid), so no two CTAs share a line.
+__global__ void __launch_bounds__(128, 1) k_stream(const __grid_constant__ CUtensorMap map, int n, int set, int sms)
+{
+    const int smid = mkg_smid();
+    if (smid < sms && probe_active(smid, n, set) && threadIdx.x == 0)
+        stream_boxes(&map, smid * ITERS * BOX_ROWS, ITERS);
+}
 
-__device__ unsigned int g_active_l2;
-
-// As k_stream, all SMs active, from slice `slice_of(smid, mode)` of an L2-resident matrix.
+// All SMs active, each reading slice diff: smid, pair: smid / 2, gpc8: smid / 16, all: 0 (mode 0-3)
+// of an L2-resident matrix, slice_boxes boxes per slice.
 __global__ void __launch_bounds__(128, 1) k_stream_l2(const __grid_constant__ CUtensorMap map, int mode, int sms,
                                                       int slice_boxes)
 {
-    extern __shared__ __align__(1024) unsigned char smem[];
     const int smid = mkg_smid();
-    if (smid >= sms || threadIdx.x != 0)
-        return;
-    atomicAdd(&g_active_l2, 1u);
     const int slice = mode == 0 ? smid : mode == 1 ? smid / 2 : mode == 2 ? smid / 16 : 0;
-    const uint32_t base = (mkg_smem_addr(smem) + 1023u) & ~1023u;
-    const uint32_t full = base + ST * BOX_BYTES;
-    for (int s = 0; s < ST; ++s)
-        mkg_mbarrier_init(full + 8u * s, 1);
-    mkg_fence_mbarrier_init();
-    const int row0 = slice * slice_boxes * BOX_ROWS;
-    for (int i = 0; i < ITERS; ++i) {
-        const int s = i % ST;
-        if (i >= ST)
-            mkg_mbarrier_wait_parity(full + 8u * s, (uint32_t)((i / ST - 1) & 1));
-        mkg_mbarrier_arrive_expect_tx(full + 8u * s, BOX_BYTES);
-        mkg_tma_load_2d(base + (uint32_t)s * BOX_BYTES, &map, full + 8u * s, 0,
-                        row0 + (i % slice_boxes) * BOX_ROWS);
+    if (smid < sms && threadIdx.x == 0)
+        stream_boxes(&map, slice * slice_boxes * BOX_ROWS, slice_boxes);
+}
+
+// Both kernels take (map, three ints); `k` launched on every SM.
+typedef void (*probe_kernel)(const CUtensorMap, int, int, int);
+
+// Median time (ms) of `runs` launches of k<<<sms, 128, SMEM_BYTES>>>(*map, a, b, c), after one more
+// that is not timed (it warms up, or brings an L2-resident slice in); *active: the CTAs of the
+// last launch that counted themselves in g_active.
+static float median_launch_ms(probe_kernel k, const CUtensorMap *map, int a, int b, int c, int sms, int runs,
+                              unsigned int *active)
+{
+    cudaEvent_t e0, e1;
+    MKG_CUDA_CHECK(cudaEventCreate(&e0));
+    MKG_CUDA_CHECK(cudaEventCreate(&e1));
+    std::vector<float> ms;
+    for (int r = 0; r <= runs; ++r) {
+        const unsigned int zero = 0;
+        MKG_CUDA_CHECK(cudaMemcpyToSymbol(g_active, &zero, sizeof zero));
+        MKG_CUDA_CHECK(cudaEventRecord(e0));
+        k<<<sms, 128, SMEM_BYTES>>>(*map, a, b, c);
+        MKG_CUDA_CHECK(cudaEventRecord(e1));
+        MKG_CUDA_CHECK(cudaEventSynchronize(e1));
+        MKG_CUDA_CHECK(cudaGetLastError());
+        float t = 0.0f;
+        MKG_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
+        MKG_CUDA_CHECK(cudaMemcpyFromSymbol(active, g_active, sizeof *active));
+        if (r > 0)
+            ms.push_back(t);
     }
-    for (int i = ITERS; i < ITERS + ST; ++i)
-        mkg_mbarrier_wait_parity(full + 8u * (i % ST), (uint32_t)((i / ST - 1) & 1));
+    MKG_CUDA_CHECK(cudaEventDestroy(e0));
+    MKG_CUDA_CHECK(cudaEventDestroy(e1));
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
 }
 
 static void l2_sharing(const uint16_t *x, int sms, int slice_boxes)
@@ -109,9 +127,6 @@ static void l2_sharing(const uint16_t *x, int sms, int slice_boxes)
     CUtensorMap map;
     encode_promo(&map, x, sms * slice_boxes * BOX_ROWS, 64, BOX_ROWS, CU_TENSOR_MAP_L2_PROMOTION_L2_128B);
     MKG_CUDA_CHECK(cudaFuncSetAttribute(k_stream_l2, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
-    cudaEvent_t e0, e1;
-    MKG_CUDA_CHECK(cudaEventCreate(&e0));
-    MKG_CUDA_CHECK(cudaEventCreate(&e1));
     static const char *names[4] = {"diff (slice = smid)", "pair (slice = smid / 2)", "gpc8 (slice = smid / 16)",
                                    "all (slice 0)"};
     printf("L2-resident sharing, all %d SMs, %d KB slices, %d boxes of %d KB per SM, %d in flight; GB/s = "
@@ -119,24 +134,9 @@ static void l2_sharing(const uint16_t *x, int sms, int slice_boxes)
            BOX_BYTES / 1024, ST);
     double diff = 0.0;
     for (int mode = 0; mode < 4; ++mode) {
-        std::vector<float> ms;
         unsigned int active = 0;
-        for (int r = 0; r < 16; ++r) {
-            const unsigned int zero = 0;
-            MKG_CUDA_CHECK(cudaMemcpyToSymbol(g_active_l2, &zero, sizeof zero));
-            MKG_CUDA_CHECK(cudaEventRecord(e0));
-            k_stream_l2<<<sms, 128, SMEM_BYTES>>>(map, mode, sms, slice_boxes);
-            MKG_CUDA_CHECK(cudaEventRecord(e1));
-            MKG_CUDA_CHECK(cudaEventSynchronize(e1));
-            MKG_CUDA_CHECK(cudaGetLastError());
-            float t = 0.0f;
-            MKG_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
-            MKG_CUDA_CHECK(cudaMemcpyFromSymbol(&active, g_active_l2, sizeof active));
-            if (r > 0)
-                ms.push_back(t);                // the first launch brings the slices into the L2
-        }
-        std::sort(ms.begin(), ms.end());
-        const double gbs = (double)active * ITERS * BOX_BYTES / (ms[ms.size() / 2] * 1e-3) / 1e9;
+        const float ms = median_launch_ms(k_stream_l2, &map, mode, sms, slice_boxes, sms, 15, &active);
+        const double gbs = (double)active * ITERS * BOX_BYTES / (ms * 1e-3) / 1e9;
         if (mode == 0)
             diff = gbs;
         printf("  %-26s %8.0f GB/s  %6.0f GB/s per SM  %.3f of diff  (%u CTAs active)\n", names[mode], gbs,
@@ -158,9 +158,6 @@ int main()
     CUtensorMap map;
     encode(&map, x, (int)rows, 64, BOX_ROWS);
     MKG_CUDA_CHECK(cudaFuncSetAttribute(k_stream, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
-    cudaEvent_t e0, e1;
-    MKG_CUDA_CHECK(cudaEventCreate(&e0));
-    MKG_CUDA_CHECK(cudaEventCreate(&e1));
     static const char *names[3] = {"tpc1 ", "tpc2 ", "first"};
     printf("%s, %d SMs: %d boxes of %d KB per active SM, %d in flight; GB/s = bytes read / kernel time "
            "(median of 7)\n", prop.name, sms, ITERS, BOX_BYTES / 1024, ST);
@@ -168,25 +165,9 @@ int main()
     for (int n : {8, 16, 24, 32, 48, 64}) {
         double gbs[3];
         for (int set = 0; set < 3; ++set) {
-            std::vector<float> ms;
             unsigned int active = 0;
-            for (int r = 0; r < 8; ++r) {
-                const unsigned int zero = 0;
-                MKG_CUDA_CHECK(cudaMemcpyToSymbol(g_active, &zero, sizeof zero));
-                MKG_CUDA_CHECK(cudaEventRecord(e0));
-                k_stream<<<sms, 128, SMEM_BYTES>>>(map, n, set, sms);
-                MKG_CUDA_CHECK(cudaEventRecord(e1));
-                MKG_CUDA_CHECK(cudaEventSynchronize(e1));
-                MKG_CUDA_CHECK(cudaGetLastError());
-                float t = 0.0f;
-                MKG_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
-                MKG_CUDA_CHECK(cudaMemcpyFromSymbol(&active, g_active, sizeof active));
-                if (r > 0)
-                    ms.push_back(t);            // the first launch warms up
-            }
-            std::sort(ms.begin(), ms.end());
-            const double bytes = (double)active * ITERS * BOX_BYTES;
-            gbs[set] = bytes / (ms[ms.size() / 2] * 1e-3) / 1e9;
+            const float ms = median_launch_ms(k_stream, &map, n, set, sms, sms, 7, &active);
+            gbs[set] = (double)active * ITERS * BOX_BYTES / (ms * 1e-3) / 1e9;
             if ((int)active != n)
                 printf("  note: set %s n=%d found %u active CTAs\n", names[set], n, active);
         }
