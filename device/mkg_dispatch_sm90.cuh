@@ -399,8 +399,8 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
 // accumulators are live in it. OT >= 0: C is of type OT with a plain store (the pick checked
 // it), and only that epilogue is compiled. first, stride and units: warp-uniform values
 // (the CTA's rank, gridDim, mkg_dispatch_begin*), so that the loops stay on the uniform datapath.
-// A one-CTA-per-SM kernel should take first = mkg_cta_rank_for_row(blockIdx.x, gridDim.x,
-// slot.tiles_m), and its producer the same: a decode row (one tile along M) with fewer units
+// A one-CTA-per-SM kernel that picks through a slot (mkg_dispatch_pick_warp) should take
+// first = mkg_cta_rank_for_row(blockIdx.x, gridDim.x, slot.tiles_m), and its producer the same: a decode row (one tile along M) with fewer units
 // than SMs then runs one unit per TPC (v71 in bench/NOTES.md: up to 1.3x faster than with
 // first = blockIdx.x), and a row with several M tiles puts consecutive units, which share a tile,
 // on one TPC (v81: 1B down M = 512 37.9 -> 33.5 us).
