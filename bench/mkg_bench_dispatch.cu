@@ -25,8 +25,8 @@ extern "C" int mkg_bench_dispatch_order(void)
     static int order = -1;
     if (order < 0) {
         const char *e = getenv("MKG_DISPATCH_ORDER");
-        const int v = e && *e ? atoi(e) : 1;
-        order = v == 0 || v == 2 ? v : 1;
+        const int v = e && *e ? atoi(e) : 3;
+        order = v >= 0 && v <= 2 ? v : 3;
     }
     return order;
 }

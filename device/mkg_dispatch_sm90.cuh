@@ -123,21 +123,22 @@ static __device__ __forceinline__ int mkg_dispatch_pick(const mkg_layer_dev *row
 /** A pick left in shared memory: schedule (-1: the layer is skipped), M and the unit count. */
 typedef struct mkg_dispatch_slot {
     int s, m, units;
+    int tiles_m;                /* the row's tiles along M (mkg_cta_rank_for_row) */
 } mkg_dispatch_slot;
 
 // Work units of schedule s at M from N, K and KC held in registers (ONE: one K chunk), as
-// mkg_unit_count counts them for a plain (CL = 1) launch.
+// mkg_unit_count counts them for a plain (CL = 1) launch; *tiles_m: its tiles along M.
 template <bool ONE>
-static __device__ __forceinline__ int mkg_dispatch_units_of(int s, int m, int n, int k, int kc)
+static __device__ __forceinline__ int mkg_dispatch_units_of(int s, int m, int n, int k, int kc, int *tiles_m)
 {
     switch (s) {
 #define MKG_X_UNITS_OF(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                    \
     case MKG_SCHED_##name:                                                                        \
-        return mkg_ceil_div(m, tm) * mkg_ceil_div(n, tn) *                                       \
-               (ONE ? 1 : mkg_split_count(split, mkg_chunk_count(k, kc)));
+        *tiles_m = mkg_ceil_div(m, tm);                                                           \
+        return *tiles_m * mkg_ceil_div(n, tn) * (ONE ? 1 : mkg_split_count(split, mkg_chunk_count(k, kc)));
         MKG_SCHEDULE_LIST(MKG_X_UNITS_OF)
 #undef MKG_X_UNITS_OF
-    default: return 0;
+    default: *tiles_m = 0; return 0;
     }
 }
 
@@ -145,7 +146,8 @@ static __device__ __forceinline__ int mkg_dispatch_units_of(int s, int m, int n,
 template <bool ONE>
 static __device__ __forceinline__ int mkg_dispatch_units(const mkg_gemm_params *p, int s, int m)
 {
-    return mkg_dispatch_units_of<ONE>(s, m, p->n, p->k, p->kc);
+    int tiles_m;
+    return mkg_dispatch_units_of<ONE>(s, m, p->n, p->k, p->kc, &tiles_m);
 }
 
 // Lanes of the warp pick: lane 0 loads M, lanes 1..MKG_PICK_SCHED - 1 one field each, lanes
@@ -162,7 +164,7 @@ static __device__ __forceinline__ void mkg_dispatch_pick_warp(const mkg_layer_de
 {
     const unsigned int all = 0xFFFFFFFFu;
     const int lane = threadIdx.x & 31;
-    int s = -1, m = 0, units = 0;
+    int s = -1, m = 0, units = 0, tiles_m = 0;
     if (layer < 0 || layer >= count) {
         if (lane == 0)
             mkg_dispatch_fail(err, layer, MKG_DISPATCH_BAD_LAYER);
@@ -215,13 +217,14 @@ static __device__ __forceinline__ void mkg_dispatch_pick_warp(const mkg_layer_de
                 mkg_dispatch_fail(err, layer, why);
         } else {
             s = sb;
-            units = mkg_dispatch_units_of<!CHUNKS>(s, m, n, k, kc);
+            units = mkg_dispatch_units_of<!CHUNKS>(s, m, n, k, kc, &tiles_m);
         }
     }
     if (lane == 0) {
         out->s = s;
         out->m = m;
         out->units = units;
+        out->tiles_m = tiles_m;
     }
 }
 
@@ -396,9 +399,11 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
 // accumulators are live in it. OT >= 0: C is of type OT with a plain store (the pick checked
 // it), and only that epilogue is compiled. first, stride and units: warp-uniform values
 // (the CTA's rank, gridDim, mkg_dispatch_begin*), so that the loops stay on the uniform datapath.
-// A one-CTA-per-SM kernel should take first = mkg_cta_rank_spread(blockIdx.x, gridDim.x), and
-// its producer the same: a row with fewer units than SMs then runs one unit per TPC (v71 in
-// bench/NOTES.md: decode rows up to 1.3x faster than with first = blockIdx.x).
+// A one-CTA-per-SM kernel that picks through a slot (mkg_dispatch_pick_warp) should take
+// first = mkg_cta_rank_for_row(blockIdx.x, gridDim.x, slot.tiles_m), and its producer the same: a decode row (one tile along M) with fewer units
+// than SMs then runs one unit per TPC (v71 in bench/NOTES.md: up to 1.3x faster than with
+// first = blockIdx.x), and a row with several M tiles puts consecutive units, which share a tile,
+// on one TPC (v81: 1B down M = 512 37.9 -> 33.5 us).
 template <int DT, int TM, int TN, int KH, int ST, int SWAP, int SPLIT, int PP, int OT>
 static __device__ __forceinline__ void mkg_dispatch_one_loop(const mkg_gemm_params *p, int m, int first, int stride,
                                                              int units, int raster, int group, mkg_ring *r,

@@ -76,6 +76,17 @@ static MKG_HD int mkg_cta_rank_spread(int b, int grid)
     return (b & 1) ? (grid + 1) / 2 + (b >> 1) : (b >> 1);
 }
 
+/* CTA b's rank for a row with tiles_m tiles along M on a one-CTA-per-SM grid. One tile along M
+ * (decode rows): every unit reads the same few A rows and a B tile of its own, nothing worth
+ * sharing, so the spread order, one unit per TPC while they fit. Several: b itself, so the two
+ * CTAs of a TPC run consecutive units, which share an A or a B tile; the L2 delivers lines that
+ * both SMs of a TPC ask for at 1.6-1.8x its rate for distinct lines (tools/tpc_stream_probe.cu,
+ * session 36 in bench/NOTES.md). A bijection of [0, grid) for every grid >= 1 (a CPU test). */
+static MKG_HD int mkg_cta_rank_for_row(int b, int grid, int tiles_m)
+{
+    return tiles_m <= 1 ? mkg_cta_rank_spread(b, grid) : b;
+}
+
 /* ---- canonical K chunks and split-K ---------------------------------------------
  * A layer's K is cut into chunks of KC elements (KC a multiple of the stage depth
  * TK, or KC >= K for one chunk). A schedule with SPLIT s cuts every tile's chunks

@@ -177,6 +177,34 @@ TEST(TileOrder, RankSpreadIsAPermutationEvenCtasFirst)
     }
 }
 
+// The dispatch kernel's default unit order (mkg_cta_rank_for_row): a permutation for every grid;
+// decode rows (one M tile) in the spread order, rows with several M tiles in CTA order, so the two
+// CTAs of a TPC (2i, 2i + 1) run consecutive units.
+TEST(TileOrder, RankForRowSpreadsDecodeRowsOnly)
+{
+    for (int grid = 1; grid <= 300; ++grid) {
+        for (int tiles_m : {0, 1, 2, 7}) {
+            std::vector<int> seen(static_cast<size_t>(grid), 0);
+            for (int b = 0; b < grid; ++b) {
+                const int r = mkg_cta_rank_for_row(b, grid, tiles_m);
+                ASSERT_GE(r, 0) << "grid " << grid << " tiles_m " << tiles_m << " cta " << b;
+                ASSERT_LT(r, grid) << "grid " << grid << " tiles_m " << tiles_m << " cta " << b;
+                ++seen[static_cast<size_t>(r)];
+                EXPECT_EQ(r, tiles_m <= 1 ? mkg_cta_rank_spread(b, grid) : b)
+                    << "grid " << grid << " tiles_m " << tiles_m << " cta " << b;
+            }
+            for (int r = 0; r < grid; ++r)
+                ASSERT_EQ(seen[static_cast<size_t>(r)], 1) << "grid " << grid << " tiles_m " << tiles_m << " rank " << r;
+        }
+    }
+    // 1B down M = 512 on m128n64 (4 M tiles, 128 units) on the H200's 132 CTAs: units 2i and
+    // 2i + 1 on one TPC; a decode row's 64 units one per TPC.
+    EXPECT_EQ(mkg_cta_rank_for_row(6, 132, 4), 6);
+    EXPECT_EQ(mkg_cta_rank_for_row(7, 132, 4), 7);
+    EXPECT_EQ(mkg_cta_rank_for_row(6, 132, 1), 3);
+    EXPECT_EQ(mkg_cta_rank_for_row(7, 132, 1), 69);
+}
+
 TEST(ChunkSplit, EveryKCoveredExactlyOnceForEverySplit)
 {
     const int ks[] = {8, 64, 72, 1000, 2048, 4096, 4160, 8192, 14336};
