@@ -30,14 +30,14 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
     if (threadIdx.x == 0)
         MKG_PROBE(1);
 
-    // This CTA's rank in unit order (mkg_bench_dispatch_order): 3 (the default) by the picked
-    // row's tiles along M, which warp 1 left in the slot (mkg_cta_rank_for_row: decode rows even
-    // CTAs first, rows with several M tiles blockIdx; v81 in bench/NOTES.md), 1 even CTAs first
-    // for every row (mkg_cta_rank_spread, v71), 0 blockIdx, 2 even SMs first by %smid (a
-    // diagnostic: right only while every SM runs exactly one CTA of the grid, which the host
-    // checks it can be).
+    // This CTA's rank in unit order (mkg_bench_dispatch_order): 3 (the default) by the order
+    // that warp 1's pick left in the slot (mkg_row_spreads: rows of at most 64 rows or one M
+    // tile even CTAs first, longer rows with several M tiles blockIdx; v82-v83 in
+    // bench/NOTES.md), 1 even CTAs first for every row (mkg_cta_rank_spread, v71), 0 blockIdx, 2
+    // even SMs first by %smid (a diagnostic: right only while every SM runs exactly one CTA of
+    // the grid, which the host checks it can be).
     const int b = (int)blockIdx.x, grid = (int)gridDim.x;
-    const int rank = mkg_warp_uniform(order == 3   ? mkg_cta_rank_for_row(b, grid, slot.tiles_m)
+    const int rank = mkg_warp_uniform(order == 3   ? mkg_cta_rank_for_row(b, grid, slot.spread)
                                       : order == 1 ? mkg_cta_rank_spread(b, grid)
                                       : order == 2 ? mkg_cta_rank_spread(mkg_smid(), grid)
                                                    : b);

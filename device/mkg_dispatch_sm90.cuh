@@ -120,10 +120,11 @@ static __device__ __forceinline__ int mkg_dispatch_pick(const mkg_layer_dev *row
 // launch against the per-thread pick (v47 in bench/NOTES.md: the ~1 us before the producer's
 // first load is not the pick), but it takes the pick off the launch's path.
 
-/** A pick left in shared memory: schedule (-1: the layer is skipped), M and the unit count. */
+/** A pick left in shared memory: schedule (-1: the layer is skipped), M, the unit count and
+ *  the unit order, mkg_row_spreads of the row (the argument of mkg_cta_rank_for_row). */
 typedef struct mkg_dispatch_slot {
     int s, m, units;
-    int tiles_m;                /* the row's tiles along M (mkg_cta_rank_for_row) */
+    int spread;
 } mkg_dispatch_slot;
 
 // Work units of schedule s at M from N, K and KC held in registers (ONE: one K chunk), as
@@ -224,7 +225,7 @@ static __device__ __forceinline__ void mkg_dispatch_pick_warp(const mkg_layer_de
         out->s = s;
         out->m = m;
         out->units = units;
-        out->tiles_m = tiles_m;
+        out->spread = mkg_row_spreads(m, tiles_m);
     }
 }
 
@@ -400,8 +401,9 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
 // it), and only that epilogue is compiled. first, stride and units: warp-uniform values
 // (the CTA's rank, gridDim, mkg_dispatch_begin*), so that the loops stay on the uniform datapath.
 // A one-CTA-per-SM kernel that picks through a slot (mkg_dispatch_pick_warp) should take
-// first = mkg_cta_rank_for_row(blockIdx.x, gridDim.x, slot.tiles_m), and its producer the same: a decode row (one tile along M) with fewer units
-// than SMs then runs one unit per TPC (v71 in bench/NOTES.md: up to 1.3x faster than with
+// first = mkg_cta_rank_for_row(blockIdx.x, gridDim.x, slot.spread), and its producer the same:
+// a decode row (at most 64 rows, or one tile along M) with fewer units than SMs then runs one
+// unit per TPC (v71 in bench/NOTES.md: up to 1.3x faster than with
 // first = blockIdx.x), and a row with several M tiles puts consecutive units, which share a tile,
 // on one TPC (v81: 1B down M = 512 37.9 -> 33.5 us).
 template <int DT, int TM, int TN, int KH, int ST, int SWAP, int SPLIT, int PP, int OT>

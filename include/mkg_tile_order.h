@@ -76,15 +76,24 @@ static MKG_HD int mkg_cta_rank_spread(int b, int grid)
     return (b & 1) ? (grid + 1) / 2 + (b >> 1) : (b >> 1);
 }
 
-/* CTA b's rank for a row with tiles_m tiles along M on a one-CTA-per-SM grid. One tile along M
- * (decode rows): every unit reads the same few A rows and a B tile of its own, nothing worth
- * sharing, so the spread order, one unit per TPC while they fit. Several: b itself, so the two
- * CTAs of a TPC run consecutive units, which share an A or a B tile; the L2 delivers lines that
- * both SMs of a TPC ask for at 1.6-1.8x its rate for distinct lines (tools/tpc_stream_probe.cu,
- * session 36 in bench/NOTES.md). A bijection of [0, grid) for every grid >= 1 (a CPU test). */
-static MKG_HD int mkg_cta_rank_for_row(int b, int grid, int tiles_m)
+/* Whether a row of m rows in tiles_m tiles along M deals its units in the spread order
+ * (mkg_cta_rank_spread) rather than in CTA order. Rows of at most 64 rows are weight streams:
+ * consecutive units share at most a few activation rows and read weight tiles of their own, so
+ * one unit per TPC while they fit (v71 in bench/NOTES.md; v82: two tiles of 16 rows in CTA order
+ * lost 4-12%). A longer row with several M tiles: CTA order, so the two CTAs of a TPC run
+ * consecutive units, which share an A or a B tile that the L2 delivers to both SMs of a TPC at
+ * 1.6-1.8x its rate for distinct lines (tools/tpc_stream_probe.cu; v82: 1B down M = 512
+ * 39.2 -> 32.4 us). A row with one M tile shares nothing worth a TPC either way: spread. */
+static MKG_HD int mkg_row_spreads(int m, int tiles_m)
 {
-    return tiles_m <= 1 ? mkg_cta_rank_spread(b, grid) : b;
+    return tiles_m <= 1 || m <= 64;
+}
+
+/* CTA b's rank on a one-CTA-per-SM grid for a row whose mkg_row_spreads is spread: the spread
+ * order or b itself. A bijection of [0, grid) for every grid >= 1 (a CPU test). */
+static MKG_HD int mkg_cta_rank_for_row(int b, int grid, int spread)
+{
+    return spread ? mkg_cta_rank_spread(b, grid) : b;
 }
 
 /* ---- canonical K chunks and split-K ---------------------------------------------
