@@ -39,6 +39,7 @@ typedef struct mkg_bench_args {
     int kc_min;                 /* --kc-min (0: MKG_PLAN_MIN_KC) */
     int block_scales;           /* --block-scales 0|1 */
     int l2_default;             /* --l2-hints 0 */
+    int sets;                   /* --sets N (0: enough to cover 2 x L2) */
 } mkg_bench_args;
 
 static void mkg_bench_usage(FILE *f)
@@ -70,6 +71,10 @@ static void mkg_bench_usage(FILE *f)
             "  --dispatch-grid sms|units  the dispatch kernel's grid: one CTA per SM (default, what a\n"
             "                  dispatcher that reads M on the device must launch) or, as a diagnostic,\n"
             "                  the planned schedule's unit count when fewer (JSON dispatch_grid)\n"
+            "  --sets N        a diagnostic: N >= 2 rotation sets of (A, B, C) per row instead of enough to\n"
+            "                  cover twice the L2, so that small rows run with operands, tables, tensor\n"
+            "                  maps and code left in the L2 by the previous replay (JSON rotation_sets;\n"
+            "                  0, the default, is the spec's cold-operand timing)\n"
             "  --kc-policy P   each layer's canonical K chunk (invariant mode, from N and K only): one\n"
             "                  (default, mkg_plan_kc: KC = K) or decode (mkg_plan_kc_decode: chunks that\n"
             "                  give decode split-K enough work units) or fixed (KC = the --kc-min value for\n"
@@ -156,6 +161,13 @@ static void mkg_bench_parse_args(int argc, char **argv, mkg_bench_args *a)
         }
         else if (strcmp(flag, "--pdl") == 0)
             a->pdl = mkg_bench_int_arg(flag, value) != 0;
+        else if (strcmp(flag, "--sets") == 0) {
+            a->sets = mkg_bench_int_arg(flag, value);
+            if (a->sets < 2) {
+                fprintf(stderr, "mkg_bench_gemm: --sets takes N >= 2, not %s\n", value);
+                exit(1);
+            }
+        }
         else if (strcmp(flag, "--sustain") == 0)
             a->sustain_ms = mkg_bench_int_arg(flag, value);
         else if (strcmp(flag, "--dispatch-grid") == 0) {
@@ -307,6 +319,7 @@ int main(int argc, char **argv)
     cfg.pdl = args.pdl;
     cfg.sustain_ms = args.sustain_ms;
     cfg.dispatch_grid_units = args.dispatch_grid_units;
+    cfg.rotation_sets = args.sets;
     cfg.kc_policy = args.kc_policy;
     cfg.kc_min = args.kc_min;
     cfg.block_scales = args.block_scales;

@@ -191,9 +191,12 @@ static size_t mkg_bench_round_up(size_t bytes)
     return (bytes + MKG_BENCH_ALIGN - 1) / MKG_BENCH_ALIGN * MKG_BENCH_ALIGN;
 }
 
-/* R = max(2, ceil(2 * L2 / bytes per set)): a set has left the L2 before it comes back. */
+/* R = max(2, ceil(2 * L2 / bytes per set)): a set has left the L2 before it comes back; or
+ * cfg->rotation_sets where --sets gave it (a diagnostic). */
 static int mkg_bench_rotation_sets(const mkg_bench_cfg *cfg, size_t set_bytes)
 {
+    if (cfg->rotation_sets >= 2)
+        return cfg->rotation_sets;
     const size_t need = 2 * (size_t)cfg->l2_bytes;
     const size_t r = (need + set_bytes - 1) / set_bytes;
     return r < 2 ? 2 : (int)r;
@@ -1637,11 +1640,12 @@ int mkg_bench_write_json(const char *path, const mkg_bench_cfg *cfg, const mkg_b
     fprintf(f, ",\n  \"l2_bytes\": %d,\n  \"replays\": %d,\n  \"producers\": %d,\n  \"dispatch_kernel\": %s,"
                "\n  \"dispatch_grid\": \"%s\",\n  \"dispatch_order\": %d,"
                "\n  \"kc_policy\": \"%s\",\n  \"kc_min\": %d,\n  \"block_scales\": %s,\n  \"l2_hints\": %s,"
-               "\n  \"tma_l2_promotion\": %d,\n  \"copy_gbps\": ",
+               "\n  \"tma_l2_promotion\": %d,\n  \"rotation_sets\": %d,\n  \"copy_gbps\": ",
             cfg->l2_bytes, cfg->replays, mkg_launch_producers(), mkg_bench_dispatch_available() ? "true" : "false",
             cfg->dispatch_grid_units ? "units" : "sms", mkg_bench_dispatch_order(), mkg_bench_kc_policy_name(cfg),
             cfg->kc_min > 0 ? cfg->kc_min : MKG_PLAN_MIN_KC, cfg->block_scales ? "true" : "false",
-            (cfg->deps_flags & MKG_DEPS_L2_DEFAULT) ? "false" : "true", mkg_tma_l2_promotion());
+            (cfg->deps_flags & MKG_DEPS_L2_DEFAULT) ? "false" : "true", mkg_tma_l2_promotion(),
+            cfg->rotation_sets);
     mkg_json_number(f, "%.1f", cfg->copy_gbps > 0.0 ? cfg->copy_gbps : NAN);
     fputs(",\n  \"table\": ", f);
     if (meta->table) {
