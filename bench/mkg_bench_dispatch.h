@@ -27,9 +27,10 @@ int mkg_bench_dispatch_available(void);
 /* The order in which the dispatch kernel deals units to its CTAs, from MKG_DISPATCH_ORDER in the
  * environment (read once): 3 (default) mkg_cta_rank_for_row by mkg_row_spreads: rows of at most
  * 64 rows or one M tile even CTAs first, longer rows with several M tiles in CTA order, so TPC
- * neighbours share a tile (v82-v83 in bench/NOTES.md); 1 even CTAs first for every row (mkg_cta_rank_spread; v71's default);
- * 0 CTA b takes units b, b + grid, ... (before v71); 2 as 1 by %smid instead of blockIdx (a
- * diagnostic; launches whose grid is not the SM count use 1). JSON dispatch_order. */
+ * neighbours share a tile (v82-v83 in bench/NOTES.md); 1 even CTAs first for every row
+ * (mkg_cta_rank_spread; v71's default); 0 CTA b takes units b, b + grid, ... (before v71); 2 as 1
+ * by %smid instead of blockIdx (a diagnostic; launches whose grid is not the SM count use 1).
+ * Values outside 0..3 give 3 (atoi: text reads as 0). JSON dispatch_order. */
 int mkg_bench_dispatch_order(void);
 
 /* Lets the bf16 and fp16 kernels use MKG_LAUNCH_SMEM_BYTES of dynamic shared memory. */

@@ -49,7 +49,7 @@ static void mkg_bench_usage(FILE *f)
             "                      [--replays N] [--only NAME[,NAME..]] [--max-m N] [--min-m N]\n"
             "                      [--table FILE] [--autotune-out FILE] [--pdl 0|1] [--sustain MS]\n"
             "                      [--dispatch-grid sms|units] [--kc-policy one|decode|fixed] [--block-scales 0|1]\n"
-            "                      [--l2-hints 0|1]\n"
+            "                      [--l2-hints 0|1] [--sets N]\n"
             "  --out PATH      results JSON to write (required)\n"
             "  --shapes FILE   shapes CSV `name,N,K,M values` (default %s)\n"
             "  --dtype D       input and output dtype: bf16, fp16, tf32 (fp32 operands and C, tf32\n"
@@ -74,7 +74,7 @@ static void mkg_bench_usage(FILE *f)
             "  --sets N        a diagnostic: N >= 2 rotation sets of (A, B, C) per row instead of enough to\n"
             "                  cover twice the L2, so that small rows run with operands, tables, tensor\n"
             "                  maps and code left in the L2 by the previous replay (JSON rotation_sets;\n"
-            "                  0, the default, is the spec's cold-operand timing)\n"
+            "                  0 without --sets: the spec's cold-operand timing); not with --autotune-out\n"
             "  --kc-policy P   each layer's canonical K chunk (invariant mode, from N and K only): one\n"
             "                  (default, mkg_plan_kc: KC = K) or decode (mkg_plan_kc_decode: chunks that\n"
             "                  give decode split-K enough work units) or fixed (KC = the --kc-min value for\n"
@@ -286,6 +286,11 @@ int main(int argc, char **argv)
                         "or fp8 dispatch kernel yet)\n");
         return 1;
     }
+    if (args.sets && args.autotune_out) {
+        fprintf(stderr, "mkg_bench_gemm: --sets is a diagnostic; an autotuned table must come from the spec's "
+                        "cold-operand timing (no --sets)\n");
+        return 1;
+    }
     if (mkg_bench_read_shapes(args.shapes, &shapes, &nshapes) != 0)
         return 1;
     if (args.only)
@@ -309,6 +314,10 @@ int main(int argc, char **argv)
     if (args.replays < 20)
         fprintf(stderr, "mkg_bench_gemm: note: --replays %d is below the 20 that SPEC section 10 asks for\n",
                 args.replays);
+    if (args.sets)
+        fprintf(stderr, "mkg_bench_gemm: note: --sets %d keeps small rows' operands in the L2 between replays: a "
+                        "diagnostic, not SPEC section 10's timing (JSON rotation_sets)\n",
+                args.sets);
 
     mkg_bench_cfg cfg;
     mkg_bench_meta meta;
@@ -343,6 +352,9 @@ int main(int argc, char **argv)
     meta.commit = args.commit ? args.commit : env_commit ? env_commit : "unknown";
     printf("mkg_bench_gemm: %s, %d SMs, L2 %d bytes, %d replays, %d rows from %s, commit %s\n", cfg.gpu, cfg.sms,
            cfg.l2_bytes, cfg.replays, total, args.shapes, meta.commit);
+    if (cfg.rotation_sets)
+        printf("mkg_bench_gemm: %d rotation sets per row (--sets: L2-warm where they fit, a diagnostic)\n",
+               cfg.rotation_sets);
     printf("mkg_bench_gemm: K chunks: %s policy (kc_min %d); device-to-device copy %.0f GB/s (read + write)\n",
            mkg_bench_kc_policy_name(&cfg), cfg.kc_min > 0 ? cfg.kc_min : MKG_PLAN_MIN_KC, cfg.copy_gbps);
     fflush(stdout);

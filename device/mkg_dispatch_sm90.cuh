@@ -124,7 +124,7 @@ static __device__ __forceinline__ int mkg_dispatch_pick(const mkg_layer_dev *row
  *  the unit order, mkg_row_spreads of the row (the argument of mkg_cta_rank_for_row). */
 typedef struct mkg_dispatch_slot {
     int s, m, units;
-    int spread;
+    int spread;                 /* 1: deal units even CTAs first (mkg_row_spreads), 0: CTA order */
 } mkg_dispatch_slot;
 
 // Work units of schedule s at M from N, K and KC held in registers (ONE: one K chunk), as
@@ -403,9 +403,11 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
 // A one-CTA-per-SM kernel that picks through a slot (mkg_dispatch_pick_warp) should take
 // first = mkg_cta_rank_for_row(blockIdx.x, gridDim.x, slot.spread), and its producer the same:
 // a decode row (at most 64 rows, or one tile along M) with fewer units than SMs then runs one
-// unit per TPC (v71 in bench/NOTES.md: up to 1.3x faster than with
-// first = blockIdx.x), and a row with several M tiles puts consecutive units, which share a tile,
-// on one TPC (v81: 1B down M = 512 37.9 -> 33.5 us).
+// unit per TPC (v71 in bench/NOTES.md: up to 1.3x faster than with first = blockIdx.x), and a
+// row of more than 64 rows with several M tiles puts consecutive units, which share a tile, on
+// one TPC (v82-v83: 1B down M = 512 39.2 -> 33.1 us). A caller of mkg_dispatch_begin (no slot)
+// does not learn the row's M tiles: first = mkg_cta_rank_spread(blockIdx.x, gridDim.x) for every
+// row is its choice (v71's order, what the README's snippet shows).
 template <int DT, int TM, int TN, int KH, int ST, int SWAP, int SPLIT, int PP, int OT>
 static __device__ __forceinline__ void mkg_dispatch_one_loop(const mkg_gemm_params *p, int m, int first, int stride,
                                                              int units, int raster, int group, mkg_ring *r,

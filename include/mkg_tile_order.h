@@ -84,13 +84,15 @@ static MKG_HD int mkg_cta_rank_spread(int b, int grid)
  * consecutive units, which share an A or a B tile that the L2 delivers to both SMs of a TPC at
  * 1.6-1.8x its rate for distinct lines (tools/tpc_stream_probe.cu; v82: 1B down M = 512
  * 39.2 -> 32.4 us). A row with one M tile shares nothing worth a TPC either way: spread. */
+#define MKG_SPREAD_MAX_M 64      /* rows of at most this many rows are weight streams (above) */
+
 static MKG_HD int mkg_row_spreads(int m, int tiles_m)
 {
-    return tiles_m <= 1 || m <= 64;
+    return tiles_m <= 1 || m <= MKG_SPREAD_MAX_M;
 }
 
-/* CTA b's rank on a one-CTA-per-SM grid for a row whose mkg_row_spreads is spread: the spread
- * order or b itself. A bijection of [0, grid) for every grid >= 1 (a CPU test). */
+/* CTA b's rank on a one-CTA-per-SM grid; spread: the row's mkg_row_spreads. The spread order
+ * (spread != 0) or b itself. A bijection of [0, grid) for every grid >= 1 (a CPU test). */
 static MKG_HD int mkg_cta_rank_for_row(int b, int grid, int spread)
 {
     return spread ? mkg_cta_rank_spread(b, grid) : b;

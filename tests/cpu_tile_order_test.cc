@@ -177,9 +177,10 @@ TEST(TileOrder, RankSpreadIsAPermutationEvenCtasFirst)
     }
 }
 
-// The dispatch kernel's default unit order (mkg_cta_rank_for_row): a permutation for every grid;
-// decode rows (one M tile) in the spread order, rows with several M tiles in CTA order, so the two
-// CTAs of a TPC (2i, 2i + 1) run consecutive units.
+// The dispatch kernel's default unit order (mkg_cta_rank_for_row of mkg_row_spreads): a
+// permutation for every grid; rows of at most 64 rows or one M tile in the spread order, longer
+// rows with several M tiles in CTA order, so the two CTAs of a TPC (2i, 2i + 1) run consecutive
+// units.
 TEST(TileOrder, RankForRowSpreadsDecodeRowsOnly)
 {
     for (int grid = 1; grid <= 300; ++grid) {

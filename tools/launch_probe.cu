@@ -337,7 +337,7 @@ static phase_row run_case(const probe_case *pc, cudaStream_t st)
         derr[i] = mkg_table_error(tables[i]);
     }
     for (int i = 0; i < launches; ++i) {
-        int producers = mkg_launch_producers(), order = 3;   // the bench's default unit order (session 36)
+        int producers = mkg_launch_producers(), order = 3;   // the bench's default unit order (v83)
         void *args[7] = {&params[i % sets], &raster, &group, &split, &producers, NULL, NULL};
         if (pc->dispatch) {
             args[0] = &drows[i % sets], args[1] = &dcount, args[2] = &dm[i % sets], args[3] = &derr[i % sets];
