@@ -1,17 +1,23 @@
 /* mkg_bench_dispatch.cu - the persistent kernel behind mkg_bench_dispatch.h: one CTA per
  * SM runs one layer of the uploaded table, its schedule picked on the device from the
- * layer's current M (mkg_dispatch_begin, then the X-macro switches of
+ * layer's current M (warp 1's mkg_dispatch_pick_warp, then the X-macro switches of
  * device/mkg_dispatch_sm90.cuh). Same roles as the host-launched kernel: warpgroup 0's
  * first thread issues the TMA loads, warpgroups 1 and 2 run wgmma and the epilogue.
- * Instantiated for bf16 and fp16 inputs, each compiled for plain stores of its own type
- * (the benchmark's layers), as the shipped kernel's MKG_KV_STORE variant is: the producer
- * takes the one-chunk path and the consumers hold only that epilogue (v38 in bench/NOTES.md).
- * A layer of another kind is reported as MKG_DISPATCH_NOT_PLAIN and skipped.
+ * Instantiated for bf16, fp16, fp32 (tf32 math) and e4m3 inputs, one translation unit each
+ * (mkg_bench_dispatch_<dtype>.cu), each compiled for plain stores of the benchmark's output
+ * type (the input's own, bf16 for e4m3), as the shipped kernel's MKG_KV_STORE variant is: the
+ * producer takes the one-chunk path and the consumers hold only that epilogue (v38 in
+ * bench/NOTES.md). A layer of another kind is reported as MKG_DISPATCH_NOT_PLAIN and skipped.
  */
 #include <stdlib.h>
 
 #include "mkg_bench_dispatch.h"
 #include "mkg_bench_dispatch_kernel.cuh"
+
+MKG_BENCH_DISPATCH_DECLARE(bf16)
+MKG_BENCH_DISPATCH_DECLARE(fp16)
+MKG_BENCH_DISPATCH_DECLARE(tf32)
+MKG_BENCH_DISPATCH_DECLARE(e4m3)
 
 // ---- launcher ----------------------------------------------------------------------------
 
@@ -33,12 +39,14 @@ extern "C" int mkg_bench_dispatch_order(void)
 
 extern "C" cudaError_t mkg_bench_dispatch_init(void)
 {
-    cudaError_t e = cudaFuncSetAttribute((const void *)mkg_bench_dispatch_kernel<MKG_DTYPE_BF16, MKG_DTYPE_BF16>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, MKG_LAUNCH_SMEM_BYTES);
-    if (e != cudaSuccess)
-        return e;
-    return cudaFuncSetAttribute((const void *)mkg_bench_dispatch_kernel<MKG_DTYPE_FP16, MKG_DTYPE_FP16>,
-                                cudaFuncAttributeMaxDynamicSharedMemorySize, MKG_LAUNCH_SMEM_BYTES);
+    cudaError_t e = mkg_bench_dispatch_init_bf16();
+    if (e == cudaSuccess)
+        e = mkg_bench_dispatch_init_fp16();
+    if (e == cudaSuccess)
+        e = mkg_bench_dispatch_init_tf32();
+    if (e == cudaSuccess)
+        e = mkg_bench_dispatch_init_e4m3();
+    return e;
 }
 
 extern "C" cudaError_t mkg_bench_dispatch_launch(mkg_dtype dt, const mkg_layer_dev *rows, int count,
@@ -55,15 +63,21 @@ extern "C" cudaError_t mkg_bench_dispatch_launch(mkg_dtype dt, const mkg_layer_d
             return e;
     }
     const int order = mkg_bench_dispatch_order() == 2 && grid != sms ? 1 : mkg_bench_dispatch_order();
-    if (dt == MKG_DTYPE_BF16)
-        mkg_bench_dispatch_kernel<MKG_DTYPE_BF16, MKG_DTYPE_BF16>
-            <<<grid, MKG_LAUNCH_THREADS, MKG_LAUNCH_SMEM_BYTES, stream>>>(rows, count, m_cur, err, layer,
-                                                                               mkg_launch_producers(), order);
-    else if (dt == MKG_DTYPE_FP16)
-        mkg_bench_dispatch_kernel<MKG_DTYPE_FP16, MKG_DTYPE_FP16>
-            <<<grid, MKG_LAUNCH_THREADS, MKG_LAUNCH_SMEM_BYTES, stream>>>(rows, count, m_cur, err, layer,
-                                                                               mkg_launch_producers(), order);
-    else
-        return cudaErrorInvalidValue;
+    const int producers = mkg_launch_producers();
+    switch (dt) {
+    case MKG_DTYPE_BF16:
+        mkg_bench_dispatch_launch_bf16(rows, count, m_cur, err, layer, grid, producers, order, stream);
+        break;
+    case MKG_DTYPE_FP16:
+        mkg_bench_dispatch_launch_fp16(rows, count, m_cur, err, layer, grid, producers, order, stream);
+        break;
+    case MKG_DTYPE_FP32:
+        mkg_bench_dispatch_launch_tf32(rows, count, m_cur, err, layer, grid, producers, order, stream);
+        break;
+    case MKG_DTYPE_E4M3:
+        mkg_bench_dispatch_launch_e4m3(rows, count, m_cur, err, layer, grid, producers, order, stream);
+        break;
+    default: return cudaErrorInvalidValue;
+    }
     return cudaGetLastError();
 }

@@ -33,15 +33,16 @@ int mkg_bench_dispatch_available(void);
  * Values outside 0..3 give 3 (atoi: text reads as 0). JSON dispatch_order. */
 int mkg_bench_dispatch_order(void);
 
-/* Lets the bf16 and fp16 kernels use MKG_LAUNCH_SMEM_BYTES of dynamic shared memory. */
+/* Lets the bf16, fp16, tf32 and e4m3 kernels use MKG_LAUNCH_SMEM_BYTES of dynamic shared memory. */
 cudaError_t mkg_bench_dispatch_init(void);
 
 /* Runs layer `layer` of a table (rows, count, m_cur, err: mkg_table_rows/count/m/error)
- * at its current M with input dtype dt (bf16 or fp16; any other returns
- * cudaErrorInvalidValue): `grid` CTAs (the SM count) of MKG_LAUNCH_THREADS threads,
- * asynchronous on stream. The kernel is compiled for plain stores of C in the input's own
- * type (MKG_EPI_STORE, no dependency signal). A bad table entry, or a layer of another
- * kind (MKG_DISPATCH_NOT_PLAIN), sets the error word and runs nothing. */
+ * at its current M with input dtype dt (bf16, fp16, fp32 for tf32 math, or e4m3 with
+ * per-tensor scales; any other returns cudaErrorInvalidValue): `grid` CTAs (the SM count) of
+ * MKG_LAUNCH_THREADS threads, asynchronous on stream. The kernel is compiled for plain stores
+ * of C in the input's own type, bf16 for e4m3 (MKG_EPI_STORE, no dependency signal). A bad
+ * table entry, or a layer of another kind (MKG_DISPATCH_NOT_PLAIN), sets the error word and
+ * runs nothing. */
 cudaError_t mkg_bench_dispatch_launch(mkg_dtype dt, const mkg_layer_dev *rows, int count, const int *m_cur,
                                       unsigned int *err, int layer, int grid, cudaStream_t stream);
 

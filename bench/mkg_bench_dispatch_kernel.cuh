@@ -55,9 +55,9 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
                 MKG_PROBE(2);
             for (int u = rank; s >= 0 && u < units; u += grid) {
                 if (np == 2)
-                    mkg_dispatch_produce<0, true, 2, true>(p, s, m, u, &ring, &sm);
+                    mkg_dispatch_produce<DT, 0, true, 2, true>(p, s, m, u, &ring, &sm);
                 else
-                    mkg_dispatch_produce<0, true>(p, s, m, u, &ring, &sm);
+                    mkg_dispatch_produce<DT, 0, true>(p, s, m, u, &ring, &sm);
             }
             if (threadIdx.x == 0)
                 MKG_PROBE_DONE();
@@ -74,5 +74,32 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
         MKG_PROBE_DONE();
     }
 }
+
+// ---- one input dtype's entry points -----------------------------------------------------
+//
+// Each dtype's kernel compiles every schedule row, so each gets a translation unit of its own
+// (mkg_bench_dispatch_<tag>.cu, built in parallel), which expands this macro once for input DT
+// and the plain-store output type OT: mkg_bench_dispatch_init_<tag>() sets the kernel's shared
+// memory attribute, mkg_bench_dispatch_launch_<tag>() launches it (mkg_bench_dispatch.cu picks
+// the dtype).
+#define MKG_BENCH_DISPATCH_ENTRIES(tag, DT, OT)                                                              \
+    extern "C" cudaError_t mkg_bench_dispatch_init_##tag(void)                                               \
+    {                                                                                                        \
+        return cudaFuncSetAttribute((const void *)mkg_bench_dispatch_kernel<DT, OT>,                         \
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, MKG_LAUNCH_SMEM_BYTES);     \
+    }                                                                                                        \
+    extern "C" void mkg_bench_dispatch_launch_##tag(const mkg_layer_dev *rows, int count, const int *m_cur,   \
+                                                    unsigned int *err, int layer, int grid, int producers,   \
+                                                    int order, cudaStream_t stream)                          \
+    {                                                                                                        \
+        mkg_bench_dispatch_kernel<DT, OT><<<grid, MKG_LAUNCH_THREADS, MKG_LAUNCH_SMEM_BYTES, stream>>>(     \
+            rows, count, m_cur, err, layer, producers, order);                                              \
+    }
+
+#define MKG_BENCH_DISPATCH_DECLARE(tag)                                                                      \
+    extern "C" cudaError_t mkg_bench_dispatch_init_##tag(void);                                              \
+    extern "C" void mkg_bench_dispatch_launch_##tag(const mkg_layer_dev *rows, int count, const int *m_cur,   \
+                                                    unsigned int *err, int layer, int grid, int producers,   \
+                                                    int order, cudaStream_t stream);
 
 #endif /* MKG_BENCH_DISPATCH_KERNEL_CUH */

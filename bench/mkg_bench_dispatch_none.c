@@ -1,6 +1,6 @@
 /* mkg_bench_dispatch_none.c - the dispatch entry points of mkg_bench_dispatch.h for a build
  * without the dispatch kernel (cmake -DMKG_BENCH_DISPATCH=OFF). That kernel instantiates every
- * schedule row for two dtypes and is by far the slowest translation unit; a GPU-machine run
+ * schedule row for four dtypes and is by far the slowest part of the build; a GPU-machine run
  * that only measures the shipped kernel against cuBLASLt builds in a fraction of the time. */
 #include "mkg_bench_dispatch.h"
 

@@ -393,7 +393,10 @@ static mkg_layer_desc mkg_bench_layer_of(const mkg_bench_problem *p, const mkg_b
     memset(&l, 0, sizeof l);
     l.n = p->n;
     l.k = p->k;
-    l.in_type = l.c_type = p->dt;
+    l.in_type = p->dt;
+    l.c_type = p->ct;
+    l.a_scale = MKG_BENCH_FP8_A_SCALE;          /* e4m3: the per-tensor scales of every row (unused otherwise) */
+    l.b_scale = MKG_BENCH_FP8_B_SCALE;
     l.a = s->a;
     l.b = s->b;
     l.c = s->c;
@@ -435,10 +438,10 @@ static void mkg_bench_tables_create(const mkg_bench_cfg *cfg, mkg_bench_problem 
                                     mkg_bench_row *row)
 {
     /* NOTE: the bench's dispatch kernel runs one-chunk layers only (mkg_dispatch_consume_units_one); a
-     * chunked layer (--kc-policy decode) set its error word and stopped the run before. */
-    if (p->dt == MKG_DTYPE_FP32 || p->dt == MKG_DTYPE_E4M3 || !mkg_bench_dispatch_available() ||
-        mkg_chunk_count(p->k, p->kc) > 1) {
-        row->schedule = -1;                  /* no tf32 / fp8 / chunked dispatch (or none built): the row reports the oracle */
+     * chunked layer (--kc-policy decode) set its error word and stopped the run before. Layers carry
+     * per-tensor scales only: block-scaled FP8 runs through mkg_gemm_launch. */
+    if (p->bsa || !mkg_bench_dispatch_available() || mkg_chunk_count(p->k, p->kc) > 1) {
+        row->schedule = -1;                  /* not dispatched (or no kernel built): the row reports the oracle */
         return;
     }
     mkg_layer_desc *layers = (mkg_layer_desc *)mkg_bench_calloc((size_t)p->nsets, sizeof *layers);
@@ -1179,8 +1182,9 @@ void mkg_bench_print_summary(const mkg_bench_row *rows, int count, mkg_dtype dt)
     if (tuned_pick.count > 0)
         mkg_bench_mean_print("tuned vs cuBLASLt, M >= 512 (cublas_best_us / tuned_us)", &big_tuned);
     mkg_bench_mean_print("dispatched vs cuBLASLt, all rows", &all);
-    /* NOTE: such rows (tf32, fp8, a chunked K under --kc-policy decode: the bench's dispatch kernel
-     * runs one-chunk 16-bit layers) count the oracle's time in both dispatched lines. */
+    /* NOTE: such rows (block-scaled fp8, a chunked K under --kc-policy decode: the bench's dispatch
+     * kernel runs one-chunk layers with per-tensor scales) count the oracle's time in both dispatched
+     * lines. */
     if (undispatched > 0)
         printf("  %d of %d rows were not dispatched and count the oracle's time in the dispatched lines\n",
                undispatched, seen);
@@ -1348,7 +1352,10 @@ int mkg_bench_read_shapes(const char *path, mkg_bench_shape **out, int *count)
 
 // ---- layer list of the table files, autotune ----------------------------------------------
 
-static const mkg_dtype mkg_bench_table_dtypes[2] = {MKG_DTYPE_BF16, MKG_DTYPE_FP16};
+/* Every input dtype the dispatch kernel runs, each shape once per dtype. */
+#define MKG_BENCH_TABLE_DTYPES 4
+static const mkg_dtype mkg_bench_table_dtypes[MKG_BENCH_TABLE_DTYPES] = {MKG_DTYPE_BF16, MKG_DTYPE_FP16,
+                                                                         MKG_DTYPE_FP32, MKG_DTYPE_E4M3};
 
 int mkg_bench_layers_find(const mkg_bench_layers *l, const char *shape, mkg_dtype dt)
 {
@@ -1361,7 +1368,7 @@ int mkg_bench_layers_find(const mkg_bench_layers *l, const char *shape, mkg_dtyp
 int mkg_bench_layers_create(const mkg_bench_cfg *cfg, const mkg_bench_shape *shapes, int count,
                             mkg_bench_layers *out)
 {
-    const size_t cap = 2 * (size_t)count;
+    const size_t cap = MKG_BENCH_TABLE_DTYPES * (size_t)count;
     memset(out, 0, sizeof *out);
     out->layers = (mkg_layer_desc *)mkg_bench_calloc(cap, sizeof *out->layers);
     out->names = (char(*)[MKG_BENCH_NAME_MAX])mkg_bench_calloc(cap, sizeof *out->names);
@@ -1372,7 +1379,7 @@ int mkg_bench_layers_create(const mkg_bench_cfg *cfg, const mkg_bench_shape *sha
         fprintf(stderr, "mkg_bench: out of host memory\n");
         exit(1);
     }
-    for (int d = 0; d < 2; ++d)
+    for (int d = 0; d < MKG_BENCH_TABLE_DTYPES; ++d)
         for (int i = 0; i < count; ++i) {
             const mkg_bench_shape *s = &shapes[i];
             int m_max = 0;
@@ -1394,7 +1401,10 @@ int mkg_bench_layers_create(const mkg_bench_cfg *cfg, const mkg_bench_shape *sha
             snprintf(out->names[out->count++], MKG_BENCH_NAME_MAX, "%s", s->name);
             l->n = s->n;
             l->k = s->k;
-            l->in_type = l->c_type = mkg_bench_table_dtypes[d];
+            l->in_type = mkg_bench_table_dtypes[d];
+            l->c_type = l->in_type == MKG_DTYPE_E4M3 ? MKG_DTYPE_BF16 : l->in_type;
+            l->a_scale = MKG_BENCH_FP8_A_SCALE;
+            l->b_scale = MKG_BENCH_FP8_B_SCALE;
             l->a = l->b = l->c = out->placeholder;
             l->lda = l->ldb = s->k;
             l->ldc = s->n;

@@ -18,9 +18,17 @@
 #include "mkg_gemm_sm90.cuh"
 #include "mkg_layer.h"
 
-// The dispatcher runs 16-bit inputs: a row's TK (16-bit elements) is TK / 64 sub-tiles (KH) of
-// MKG_DISPATCH_TK elements, one 128-byte row each, per stage.
+// A row's TK column counts 16-bit elements: a stage holds TK / 64 K sub-tiles (KH) of one
+// 128-byte swizzled row each, which is mkg_dispatch_sub(DT) elements of input dtype DT (64 bf16
+// or fp16, 32 fp32 for tf32 math, 128 e4m3), as the shipped kernel tables expand it
+// (host_harness/mkg_kernels_sm90.cuh). A row's byte facts (stage size, chunk capability) are
+// the same for every dtype, and are read at MKG_DISPATCH_TK.
 #define MKG_DISPATCH_TK 64
+
+static constexpr int mkg_dispatch_sub(int dt)
+{
+    return dt == MKG_DTYPE_E4M3 ? 128 : dt == MKG_DTYPE_FP32 ? 32 : 64;
+}
 
 static __device__ __forceinline__ int mkg_dispatch_fail(unsigned int *err, int layer, int reason)
 {
@@ -341,7 +349,7 @@ static __device__ __forceinline__ int mkg_dispatch_begin(const mkg_layer_dev *ro
 // producer polls the input's counters and then publishes how many units' inputs it has seen
 // ready (sm->dep, a monotone count: a producer that falls behind by several units cannot miss
 // one, as it could a parity phase); the others wait until the count reaches theirs.
-template <int DEPS = 0, bool ONE = false, int NP = 1, bool PER_ROW = false>
+template <int DT, int DEPS = 0, bool ONE = false, int NP = 1, bool PER_ROW = false>
 static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_params *p, int s, int m, int unit,
                                                             mkg_ring *r, const mkg_smem *sm)
 {
@@ -354,7 +362,7 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
 #define MKG_X_B_FIRST(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                       \
     case MKG_SCHED_##name:                                                                     \
         if constexpr (mkg_dispatch_row(cl, pp, tm, tn, st) && !pp)                             \
-            pre = mkg_gemm_produce_b_first<tm, tn, MKG_DISPATCH_TK, st, swap, ONE, tk / 64, NP>( \
+            pre = mkg_gemm_produce_b_first<tm, tn, mkg_dispatch_sub(DT), st, swap, ONE, tk / 64, NP>( \
                 p, m, unit, raster, group, split, r, sm, &row0, &row1);                        \
         break;
             MKG_SCHEDULE_LIST(MKG_X_B_FIRST)
@@ -382,7 +390,7 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
             constexpr int NPR = PER_ROW && RP < NP ? RP : NP;                                  \
             if (PER_ROW && mkg_producer_rank<NP>() >= NPR)                                     \
                 break;                                                                         \
-            mkg_gemm_produce_rest<tm, tn, MKG_DISPATCH_TK, st, swap, 1, ONE, tk / 64, NPR>(     \
+            mkg_gemm_produce_rest<tm, tn, mkg_dispatch_sub(DT), st, swap, 1, ONE, tk / 64, NPR>( \
                 p, m, unit, raster, group, split, r, sm, pre);                                 \
         }                                                                                      \
         break;
@@ -414,12 +422,12 @@ static __device__ __forceinline__ void mkg_dispatch_one_loop(const mkg_gemm_para
                                                              const mkg_smem *sm, int wg)
 {
     if constexpr (PP) {
-        mkg_gemm_consume_pp_units<DT, TM, TN, MKG_DISPATCH_TK, ST, OT, false>(p, m, first, stride, units, raster,
+        mkg_gemm_consume_pp_units<DT, TM, TN, mkg_dispatch_sub(DT), ST, OT, false>(p, m, first, stride, units, raster,
                                                                              group, r, sm, wg);
     } else {
         float d[mkg_shape<TM, TN, MKG_DISPATCH_TK, ST, SWAP>::WN / 2], tot[1];
         for (int u = first; u < units; u += stride)
-            mkg_gemm_consume_step<DT, TM, TN, MKG_DISPATCH_TK, ST, SWAP, true, 1, false, OT, KH>(
+            mkg_gemm_consume_step<DT, TM, TN, mkg_dispatch_sub(DT), ST, SWAP, true, 1, false, OT, KH>(
                 p, m, u, 0, raster, group, SPLIT, r, sm, wg, d, tot);
     }
 }
@@ -455,7 +463,7 @@ static __device__ __forceinline__ void mkg_dispatch_consume_step(const mkg_gemm_
     case MKG_SCHED_##name:                                                                                       \
         if constexpr (mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap>::CHUNKED && mkg_dispatch_row(cl, pp, tm, tn, st) && \
                       !pp)                                                                                       \
-            mkg_gemm_consume_step<DT, tm, tn, MKG_DISPATCH_TK, st, swap, false, 1, false, -1, tk / 64>(           \
+            mkg_gemm_consume_step<DT, tm, tn, mkg_dispatch_sub(DT), st, swap, false, 1, false, -1, tk / 64>(      \
                 p, m, unit, c, raster, group, split, r, sm, wg, d, tot);                                        \
         break;
         MKG_SCHEDULE_LIST(MKG_X_STEP)
@@ -515,7 +523,7 @@ static __device__ __forceinline__ void mkg_dispatch_consume_units(const mkg_gemm
     case MKG_SCHED_##name:                                                                                  \
         if constexpr (mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap>::CHUNKED && mkg_dispatch_row(cl, pp, tm, tn, st) && \
                       !pp)                                                                                       \
-            mkg_dispatch_consume_loop<DT, tm, tn, MKG_DISPATCH_TK, st, swap, split, tk / 64>(                     \
+            mkg_dispatch_consume_loop<DT, tm, tn, mkg_dispatch_sub(DT), st, swap, split, tk / 64>(                \
                 p, m, u0, stride, units, raster, group, r, sm, wg, on_unit);                                    \
         break;
         MKG_SCHEDULE_LIST(MKG_X_LOOP)

@@ -50,6 +50,8 @@ mkg_gemm_desc mkg_layer_gemm_desc(const mkg_layer_desc *l, int m, int kc)
     d.ld_aux = l->ld_aux;
     d.deps = l->deps;
     d.kc = kc;
+    d.a_scale = l->a_scale;
+    d.b_scale = l->b_scale;
     return d;
 }
 
@@ -66,9 +68,9 @@ mkg_status mkg_layers_validate(const mkg_layer_desc *layers, int count, int *bad
             st = MKG_ERR_BAD_M_MAX;
         else if ((int)l->mode < 0 || l->mode >= MKG_MODE_COUNT)
             st = MKG_ERR_BAD_MODE;
-        else if (l->in_type == MKG_DTYPE_FP32 || l->in_type == MKG_DTYPE_E4M3)
-            st = MKG_ERR_BAD_IN_DTYPE;       /* no tf32 / fp8 dispatch kernel yet: they run through mkg_gemm_launch */
         else {
+            /* Every input dtype of mkg_gemm_validate, e4m3 with its per-tensor scales checked there
+             * (a layer has no block scales: block-scaled FP8 runs through mkg_gemm_launch). */
             const mkg_gemm_desc d = mkg_layer_gemm_desc(l, l->m_max, l->kc);
             st = mkg_gemm_validate(&d);
         }

@@ -16,7 +16,8 @@
  *   t         = (t_compute^p + t_memory^p)^(1/p) + launch + split overhead
  *               (a soft maximum: at decode every schedule is DRAM-bound, and the one that
  *               streams with fewer bytes per unit and more in flight still measures faster)
- * The constants live in mkg_cost_model_h200() and nowhere else.
+ * K counts 16-bit elements; tf32 and e4m3 layers are modelled as the 16-bit GEMM of the same
+ * K bytes (mkg_cost_eval). The constants live in mkg_cost_model_h200() and nowhere else.
  */
 #include <math.h>
 #include <stdio.h>
@@ -98,12 +99,19 @@ typedef struct mkg_cost_terms {
     double t_unit, t_compute, t_memory, t_total;
 } mkg_cost_terms;
 
-static int mkg_cost_eval(const mkg_cost_model *cm, int s, int m, int n, int k, int kc, mkg_dtype out, int sms,
-                         mkg_cost_terms *t)
+static int mkg_cost_eval(const mkg_cost_model *cm, int s, int m, int n, int k, int kc, mkg_dtype in, mkg_dtype out,
+                         int sms, mkg_cost_terms *t)
 {
     const mkg_schedule_info *i = mkg_schedule_get(s);
-    if (!i || m < 1 || n < 1 || k < 1 || sms < 1)
+    if (!i || m < 1 || n < 1 || k < 1 || sms < 1 || (int)in < 0 || in >= MKG_DTYPE_COUNT)
         return 0;
+    /* NOTE: the terms below count 16-bit elements along K (tile_k, the stage bytes, the DRAM
+     * bytes, the tensor rate of sm_tflops). Another input dtype is the 16-bit GEMM of the same
+     * K bytes: a 128-byte stage row holds 128 e4m3 or 32 fp32 elements, and wgmma runs e4m3 at
+     * twice and tf32 at half the 16-bit rate per element, so the flops of the 16-bit GEMM of
+     * K * size / 2 elements take the same tensor time. */
+    k = (int)((long long)k * (long long)mkg_dtype_size(in) / 2);
+    kc = (int)((long long)kc * (long long)mkg_dtype_size(in) / 2);
     const int chunks = mkg_chunk_count(k, kc);
     const int splits = mkg_split_count(i->split, chunks);
     t->units = mkg_ceil_div(m, i->tile_m) * mkg_ceil_div(n, i->tile_n) * splits;
@@ -140,10 +148,11 @@ static int mkg_cost_eval(const mkg_cost_model *cm, int s, int m, int n, int k, i
     return 1;
 }
 
-double mkg_cost_predict_us(const mkg_cost_model *cm, int s, int m, int n, int k, int kc, mkg_dtype out, int sms)
+double mkg_cost_predict_us(const mkg_cost_model *cm, int s, int m, int n, int k, int kc, mkg_dtype in, mkg_dtype out,
+                           int sms)
 {
     mkg_cost_terms t;
-    return mkg_cost_eval(cm, s, m, n, k, kc, out, sms, &t) ? t.t_total : -1.0;
+    return mkg_cost_eval(cm, s, m, n, k, kc, in, out, sms, &t) ? t.t_total : -1.0;
 }
 
 static int mkg_layer_kc(const mkg_layer_desc *l, int sms)
@@ -196,7 +205,7 @@ mkg_status mkg_plan_pick(const mkg_cost_model *cm, const mkg_layer_desc *l, cons
     for (int c = 0; c < MKG_SCHED_COUNT; ++c) {
         if (!mkg_plan_eligible(&lk, c))
             continue;
-        const double us = mkg_cost_predict_us(cm, c, m, l->n, l->k, lk.kc, l->c_type, g->sms);
+        const double us = mkg_cost_predict_us(cm, c, m, l->n, l->k, lk.kc, l->in_type, l->c_type, g->sms);
         /* A tie (both DRAM-bound: the same bytes, the same soft maximum): mkg_tie_better. */
         const int wins_tie = best >= 0 && us <= best_us * (1.0 + 1e-9) && mkg_tie_better(c, best, m);
         if (best < 0 || us < best_us * (1.0 - 1e-9) || wins_tie) {
@@ -237,7 +246,7 @@ int mkg_plan_explain(const mkg_cost_model *cm, const mkg_layer_desc *l, const mk
     lk.kc = mkg_layer_kc(l, g->sms);
     mkg_cost_terms tb, t2, t;
     memset(&t2, 0, sizeof t2);
-    mkg_cost_eval(cm, best, m, l->n, l->k, lk.kc, l->c_type, g->sms, &tb);
+    mkg_cost_eval(cm, best, m, l->n, l->k, lk.kc, l->in_type, l->c_type, g->sms, &tb);
 #define MKG_EMIT(...)                                                                              \
     do {                                                                                           \
         int w_ = snprintf(buf ? buf + len : NULL, len < size ? size - len : 0, __VA_ARGS__);      \
@@ -263,7 +272,7 @@ int mkg_plan_explain(const mkg_cost_model *cm, const mkg_layer_desc *l, const mk
                          mkg_schedule_wgmma_n(c), mkg_chunk_count(l->k, lk.kc));
             continue;
         }
-        mkg_cost_eval(cm, c, m, l->n, l->k, lk.kc, l->c_type, g->sms, &t);
+        mkg_cost_eval(cm, c, m, l->n, l->k, lk.kc, l->in_type, l->c_type, g->sms, &t);
         if (c != best && (second < 0 || t.t_total < t2.t_total)) {
             second = c;
             t2 = t;

@@ -31,8 +31,8 @@ typedef enum mkg_mode {
 /** A linear layer as the application describes it once at startup. */
 typedef struct mkg_layer_desc {
     int n, k;                   /**< output features, input features */
-    mkg_dtype in_type;          /**< A and B dtype (bf16 or fp16) */
-    mkg_dtype c_type;           /**< output dtype */
+    mkg_dtype in_type;          /**< A and B dtype: bf16, fp16, fp32 (tf32 math) or e4m3 (per-tensor scales) */
+    mkg_dtype c_type;           /**< output dtype (bf16, fp16 or fp32) */
     const void *a;              /**< activations, m_max x K, row stride lda */
     const void *b;              /**< weights, N x K, row stride ldb */
     void *c;                    /**< output, m_max x N, row stride ldc */
@@ -44,6 +44,9 @@ typedef struct mkg_layer_desc {
     int m_max;                  /**< largest M any step will run */
     mkg_mode mode;
     int kc;                     /**< canonical K chunk; 0: the planner's (mkg_plan_kc) */
+    float a_scale, b_scale;     /**< e4m3 inputs: per-tensor dequantisation scales, finite and nonzero, as in
+                                     mkg_gemm_desc (C = epilogue(a_scale * b_scale * A . B^T)); ignored otherwise.
+                                     Block-scaled FP8 runs through mkg_gemm_launch only. */
 } mkg_layer_desc;
 
 // ---- M buckets ------------------------------------------------------------------------
@@ -108,8 +111,12 @@ typedef struct mkg_cost_model {
 /** The model calibrated on the H200 (bench/results, bench/NOTES.md). */
 mkg_cost_model mkg_cost_model_h200(void);
 
-/** Predicted microseconds of schedule s for M x N x K (chunk kc) on `sms` SMs; < 0 if s is unknown. */
-double mkg_cost_predict_us(const mkg_cost_model *cm, int s, int m, int n, int k, int kc, mkg_dtype out, int sms);
+/** Predicted microseconds of schedule s for M x N x K (chunk kc) of input dtype `in` on `sms` SMs;
+ *  < 0 if s is unknown. The model's constants are for 16-bit operands: a GEMM of another input
+ *  dtype is modelled as the 16-bit GEMM of the same bytes along K (K * size(in) / 2 elements),
+ *  which also matches its tensor rate (e4m3 twice, tf32 half the 16-bit rate per element). */
+double mkg_cost_predict_us(const mkg_cost_model *cm, int s, int m, int n, int k, int kc, mkg_dtype in, mkg_dtype out,
+                           int sms);
 
 /** Eligible: s runs this layer at M (dtype, chunk fold) and, in invariant mode, the
  *  determinism contract covers it (every row today: all are bitwise identical). */

@@ -285,9 +285,9 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                     items = s < 0 ? 0 : units;
                     for (int u = mkg_mk_first(me, base); u < items; u += grid)
                         if (np == 2)
-                            mkg_dispatch_produce<1, false, 2>(p, s, m, u, &ring, &sm);
+                            mkg_dispatch_produce<MKG_DTYPE_BF16, 1, false, 2>(p, s, m, u, &ring, &sm);
                         else
-                            mkg_dispatch_produce<1>(p, s, m, u, &ring, &sm);
+                            mkg_dispatch_produce<MKG_DTYPE_BF16, 1>(p, s, m, u, &ring, &sm);
                 } else {
                     items = mkg_mk_items(&op, &a.cfg, a.m, a.prefill, a.attn_split);
                 }

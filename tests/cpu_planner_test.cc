@@ -8,12 +8,14 @@
 
 namespace {
 
-mkg_layer_desc layer(int n, int k, int kc = 0)
+mkg_layer_desc layer(int n, int k, int kc = 0, mkg_dtype in = MKG_DTYPE_BF16)
 {
     mkg_layer_desc l = {};
     l.n = n;
     l.k = k;
-    l.in_type = l.c_type = MKG_DTYPE_BF16;
+    l.in_type = in;
+    l.c_type = in == MKG_DTYPE_E4M3 ? MKG_DTYPE_BF16 : in;
+    l.a_scale = l.b_scale = 1.0f;
     l.a = reinterpret_cast<const void *>(0x10000);
     l.b = reinterpret_cast<const void *>(0x20000);
     l.c = reinterpret_cast<void *>(0x30000);
@@ -65,7 +67,7 @@ TEST(CostModel, PredictionsAreMonotoneInMAndAboveTheFloors)
         for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
             double prev = 0.0;
             for (int m = 1; m <= 8192; m = m < 8 ? m + 1 : m * 2) {
-                const double us = mkg_cost_predict_us(&cm, s, m, sh[0], sh[1], 0, MKG_DTYPE_BF16, 132);
+                const double us = mkg_cost_predict_us(&cm, s, m, sh[0], sh[1], 0, MKG_DTYPE_BF16, MKG_DTYPE_BF16, 132);
                 ASSERT_GT(us, 0.0);
                 EXPECT_GE(us, prev - 1e-9) << mkg_schedule_get(s)->name << " M=" << m;
                 prev = us;
@@ -76,7 +78,7 @@ TEST(CostModel, PredictionsAreMonotoneInMAndAboveTheFloors)
                 EXPECT_GE(us, weight_us) << mkg_schedule_get(s)->name;
             }
         }
-    EXPECT_LT(mkg_cost_predict_us(&cm, -1, 1, 1, 1, 0, MKG_DTYPE_BF16, 132), 0.0);
+    EXPECT_LT(mkg_cost_predict_us(&cm, -1, 1, 1, 1, 0, MKG_DTYPE_BF16, MKG_DTYPE_BF16, 132), 0.0);
 }
 
 TEST(CostModel, OneFullWaveIsNeverSlowerThanAPaddedSecondWave)
@@ -86,8 +88,8 @@ TEST(CostModel, OneFullWaveIsNeverSlowerThanAPaddedSecondWave)
     const mkg_cost_model cm = mkg_cost_model_h200();
     const int s = MKG_SCHED_m128n128k64_s6_rm_g8;
     const int n = 128 * 132;                      // one row of tiles = exactly one wave
-    const double one = mkg_cost_predict_us(&cm, s, 128, n, 4096, 0, MKG_DTYPE_BF16, 132);
-    const double two = mkg_cost_predict_us(&cm, s, 129, n, 4096, 0, MKG_DTYPE_BF16, 132);
+    const double one = mkg_cost_predict_us(&cm, s, 128, n, 4096, 0, MKG_DTYPE_BF16, MKG_DTYPE_BF16, 132);
+    const double two = mkg_cost_predict_us(&cm, s, 129, n, 4096, 0, MKG_DTYPE_BF16, MKG_DTYPE_BF16, 132);
     EXPECT_LT(one, two);
     EXPECT_GT(two, 1.2 * one) << "the padded second wave is a real cost, not noise";
 }
@@ -142,4 +144,48 @@ TEST(Planner, ExplainListsEverySchedulePredictionAndTheReason)
     // A short buffer truncates but reports the full length, snprintf style.
     char small[32];
     EXPECT_EQ(mkg_plan_explain(&cm, &l, &g, 512, small, sizeof small), len);
+}
+
+TEST(CostModel, OtherInputDtypesAreTheSixteenBitGemmOfTheSameKBytes)
+{
+    // e4m3 moves half the bytes of bf16 and runs wgmma at twice the rate per element; tf32 the
+    // reverse. So an e4m3 layer at K costs what a bf16 layer at K / 2 costs, a tf32 one at 2 K.
+    const mkg_cost_model cm = mkg_cost_model_h200();
+    const int shapes[][2] = {{28672, 4096}, {2048, 8192}, {768, 768}};
+    for (const auto &sh : shapes)
+        for (int s = 0; s < MKG_SCHED_COUNT; ++s)
+            for (int m : {1, 64, 512, 8192}) {
+                const int n = sh[0], k = sh[1];
+                EXPECT_DOUBLE_EQ(mkg_cost_predict_us(&cm, s, m, n, k, k, MKG_DTYPE_E4M3, MKG_DTYPE_BF16, 132),
+                                 mkg_cost_predict_us(&cm, s, m, n, k / 2, k / 2, MKG_DTYPE_BF16, MKG_DTYPE_BF16, 132))
+                    << mkg_schedule_get(s)->name;
+                EXPECT_DOUBLE_EQ(mkg_cost_predict_us(&cm, s, m, n, k, k, MKG_DTYPE_FP32, MKG_DTYPE_FP32, 132),
+                                 mkg_cost_predict_us(&cm, s, m, n, 2 * k, 2 * k, MKG_DTYPE_BF16, MKG_DTYPE_FP32, 132))
+                    << mkg_schedule_get(s)->name;
+                // Strictly ordered where the work is more than the fixed costs.
+                if (m >= 512)
+                    EXPECT_LT(mkg_cost_predict_us(&cm, s, m, n, k, k, MKG_DTYPE_E4M3, MKG_DTYPE_BF16, 132),
+                              mkg_cost_predict_us(&cm, s, m, n, k, k, MKG_DTYPE_BF16, MKG_DTYPE_BF16, 132));
+            }
+    EXPECT_LT(mkg_cost_predict_us(&cm, 0, 1, 1, 1, 0, MKG_DTYPE_COUNT, MKG_DTYPE_BF16, 132), 0.0);
+}
+
+TEST(Planner, PicksEligibleSchedulesForTf32AndE4m3Layers)
+{
+    const mkg_cost_model cm = mkg_cost_model_h200();
+    const mkg_gpu_info g = h200();
+    for (mkg_dtype in : {MKG_DTYPE_FP32, MKG_DTYPE_E4M3}) {
+        const mkg_layer_desc l = layer(4096, 4096, 0, in);
+        for (int m = 1; m <= 8192; m *= 2) {
+            int s = -1;
+            ASSERT_EQ(mkg_plan_pick(&cm, &l, &g, m, &s), MKG_OK) << mkg_dtype_name(in) << " M=" << m;
+            mkg_layer_desc lk = l;
+            lk.kc = mkg_plan_kc(l.n, l.k, g.sms);
+            EXPECT_TRUE(mkg_plan_eligible(&lk, s)) << mkg_schedule_get(s)->name;
+        }
+        char buf[16384];
+        const int len = mkg_plan_explain(&cm, &l, &g, 512, buf, sizeof buf);
+        ASSERT_GT(len, 0);
+        EXPECT_NE(std::string(buf).find("<- chosen"), std::string::npos) << mkg_dtype_name(in);
+    }
 }

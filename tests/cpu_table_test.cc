@@ -33,6 +33,21 @@ std::vector<mkg_layer_desc> layers()
         l.mode = MKG_MODE_INVARIANT;
         v.push_back(l);
     }
+    // The other input dtypes: an e4m3 layer (per-tensor scales, bf16 C) and a tf32 one.
+    mkg_layer_desc fp8 = v[0];
+    fp8.n = fp8.k = 4096;
+    fp8.m_max = 1024;
+    fp8.in_type = MKG_DTYPE_E4M3;
+    fp8.a_scale = 0.5f;
+    fp8.b_scale = 0.25f;
+    fp8.lda = fp8.ldb = fp8.ldc = 4096;
+    v.push_back(fp8);
+    mkg_layer_desc tf32 = v[0];
+    tf32.n = tf32.k = 1024;
+    tf32.m_max = 256;
+    tf32.in_type = tf32.c_type = MKG_DTYPE_FP32;
+    tf32.lda = tf32.ldb = tf32.ldc = 1024;
+    v.push_back(tf32);
     return v;
 }
 
@@ -248,19 +263,35 @@ TEST(Layers, EveryBadLayerIsNamedWithItsIndex)
         {"B NULL", [](mkg_layer_desc *l) { l->b = nullptr; }, MKG_ERR_NULL_B},
         {"ldc too small", [](mkg_layer_desc *l) { l->ldc = l->n - 8; }, MKG_ERR_LDC_TOO_SMALL},
         {"kc", [](mkg_layer_desc *l) { l->kc = 100; }, MKG_ERR_BAD_KC},
-        {"fp32 (tf32) layer: no dispatch kernel",
+        {"input dtype out of range", [](mkg_layer_desc *l) { l->in_type = static_cast<mkg_dtype>(9); },
+         MKG_ERR_BAD_IN_DTYPE},
+        {"fp32 (tf32) layer: K not 16 bytes",
          [](mkg_layer_desc *l) {
              l->in_type = l->c_type = MKG_DTYPE_FP32;
-             l->lda = l->ldb = l->k;
-             l->ldc = l->n;
+             l->k = 2050;                                    // 8200 bytes
          },
-         MKG_ERR_BAD_IN_DTYPE},
-        {"e4m3 (fp8) layer: no dispatch kernel",
+         MKG_ERR_K_ALIGN},
+        {"e4m3 (fp8) layer: a_scale left unset",
          [](mkg_layer_desc *l) {
              l->in_type = MKG_DTYPE_E4M3;
              l->c_type = MKG_DTYPE_BF16;
+             l->b_scale = 1.0f;
          },
-         MKG_ERR_BAD_IN_DTYPE},
+         MKG_ERR_BAD_SCALE},
+        {"e4m3 (fp8) layer: kc not a whole 128-element stage row",
+         [](mkg_layer_desc *l) {
+             l->in_type = MKG_DTYPE_E4M3;
+             l->c_type = MKG_DTYPE_BF16;
+             l->a_scale = l->b_scale = 1.0f;
+             l->kc = 64;
+         },
+         MKG_ERR_BAD_KC},
+        {"e4m3 (fp8) layer: C e4m3",
+         [](mkg_layer_desc *l) {
+             l->in_type = l->c_type = MKG_DTYPE_E4M3;
+             l->a_scale = l->b_scale = 1.0f;
+         },
+         MKG_ERR_BAD_OUT_DTYPE},
     };
     for (const Case &c : cases) {
         std::vector<mkg_layer_desc> ls = layers();

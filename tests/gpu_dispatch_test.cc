@@ -3,9 +3,11 @@
 // current M (changed between launches without re-uploading the table), checked
 // bitwise against the host-launched GEMM (bits do not depend on the schedule) and
 // against writes outside M x N; a corrupted entry sets the error word and the
-// kernel returns. Skipped with the reason unless a compute-capability-9.0 GPU is present.
+// kernel returns. The same for tf32 and e4m3 layers through their own kernels (DispatchDtype).
+// Skipped with the reason unless a compute-capability-9.0 GPU is present.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -241,3 +243,162 @@ TEST_F(Dispatch, HostRefusesMOutsideTheTable)
     EXPECT_EQ(mkg_table_set_m(table_, 3, 1, 0), MKG_ERR_BAD_LAYER);
     EXPECT_EQ(mkg_table_set_m(nullptr, 0, 1, 0), MKG_ERR_TABLE_NOT_UPLOADED);
 }
+
+// ---- tf32 and e4m3 layers ------------------------------------------------------------------
+
+namespace {
+
+// Two layers of one input dtype (ragged N, K of several stages, m_max 300) in one table, run by
+// that dtype's plain-store dispatch kernel (mkg_test_run_layers_e4m3 / _tf32).
+class DispatchDtype : public ::testing::TestWithParam<mkg_dtype> {
+protected:
+    void SetUp() override
+    {
+        const char *why = mkg_shim_gpu_skip_reason();
+        if (*why)
+            GTEST_SKIP() << why;
+        in_ = GetParam();
+        out_ = in_ == MKG_DTYPE_E4M3 ? MKG_DTYPE_BF16 : MKG_DTYPE_FP32;
+        const unsigned long long seed = mkg_shim_seed() + 500 + static_cast<unsigned>(in_);
+        const int shapes[][3] = {{1000, 2048, 300}, {3072 + 8, 1024, 300}};
+        for (const auto &sh : shapes) {
+            Layer l;
+            ASSERT_EQ(mkg_case_init(&l.big, sh[2], sh[0], sh[1], in_, out_, seed + sh[0]), MKG_OK);
+            memset(&l.desc, 0, sizeof l.desc);
+            l.desc.n = sh[0];
+            l.desc.k = sh[1];
+            l.desc.in_type = in_;
+            l.desc.c_type = out_;
+            l.desc.a = l.big.a;
+            l.desc.b = l.big.b;
+            l.desc.c = l.big.c;
+            l.desc.lda = l.big.lda;
+            l.desc.ldb = l.big.ldb;
+            l.desc.ldc = l.big.ldc;
+            l.desc.epilogue = MKG_EPI_STORE;
+            l.desc.m_max = sh[2];
+            l.desc.mode = MKG_MODE_INVARIANT;
+            l.desc.a_scale = MKG_SHIM_FP8_A_SCALE;     // mkg_case_run's scales (e4m3 only)
+            l.desc.b_scale = MKG_SHIM_FP8_B_SCALE;
+            layers_.push_back(l);
+        }
+        std::vector<mkg_layer_desc> descs;
+        for (const Layer &l : layers_)
+            descs.push_back(l.desc);
+        ASSERT_EQ(mkg_table_create(descs.data(), static_cast<int>(descs.size()), nullptr, &table_), MKG_OK);
+        const int order[] = {0, 1};
+        ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&order_), sizeof order), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(order_, order, sizeof order, cudaMemcpyHostToDevice), cudaSuccess);
+    }
+    void TearDown() override
+    {
+        mkg_table_destroy(table_);
+        cudaFree(order_);
+        for (Layer &l : layers_)
+            mkg_case_free(&l.big);
+    }
+    cudaError_t run(const mkg_table *t, int steps, int grid, mkg_dtype kernel)
+    {
+        return kernel == MKG_DTYPE_E4M3
+                   ? mkg_test_run_layers_e4m3(mkg_table_rows(t), mkg_table_count(t), mkg_table_m(t),
+                                              mkg_table_error(t), order_, steps, grid, 0)
+                   : mkg_test_run_layers_tf32(mkg_table_rows(t), mkg_table_count(t), mkg_table_m(t),
+                                              mkg_table_error(t), order_, steps, grid, 0);
+    }
+    // Every layer at M = m in one launch; each must equal the host-launched schedule 0 bitwise.
+    void run_and_check(int m, int grid)
+    {
+        for (size_t i = 0; i < layers_.size(); ++i) {
+            ASSERT_EQ(mkg_case_poison(&layers_[i].big), MKG_OK);
+            ASSERT_EQ(mkg_table_set_m(table_, static_cast<int>(i), m, 0), MKG_OK);
+        }
+        ASSERT_EQ(run(table_, static_cast<int>(layers_.size()), grid, in_), cudaSuccess);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "the kernel must return, not fault or hang";
+        unsigned int err = 1;
+        ASSERT_EQ(mkg_table_take_error(table_, &err, 0), MKG_OK);
+        EXPECT_EQ(err, 0u) << "M=" << m;
+        for (size_t i = 0; i < layers_.size(); ++i) {
+            mkg_case &c = layers_[i].big;
+            EXPECT_EQ(mkg_case_outside_writes(&c, m), 0) << "layer " << i << " M=" << m;
+            ASSERT_EQ(mkg_case_keep(&c), MKG_OK);              // keep = the dispatched result
+            ASSERT_EQ(mkg_case_run(&c, 0, 0, m), MKG_OK);      // C = host-launched schedule 0
+            EXPECT_EQ(mkg_case_mismatch_vs_keep(&c, m), 0) << "layer " << i << " M=" << m;
+        }
+    }
+    mkg_dtype in_ = MKG_DTYPE_BF16, out_ = MKG_DTYPE_BF16;
+    std::vector<Layer> layers_;
+    mkg_table *table_ = nullptr;
+    int *order_ = nullptr;
+};
+
+std::string dtype_param_name(const ::testing::TestParamInfo<mkg_dtype> &info)
+{
+    return mkg_dtype_name(info.param);
+}
+
+}  // namespace
+
+// The cost model's table at the first and last M of every bucket up to m_max, on 132 CTAs, and
+// a few Ms on 66: the dispatched C equals the host-launched bits.
+TEST_P(DispatchDtype, CostModelTableAtEveryBucket)
+{
+    for (int b = 0; b < mkg_bucket_count(300); ++b) {
+        const int lo = b == 0 ? 1 : mkg_bucket_upper(b - 1) + 1, hi = std::min(mkg_bucket_upper(b), 300);
+        for (int m : {lo, hi})
+            ASSERT_NO_FATAL_FAILURE(run_and_check(m, 132)) << "bucket " << b;
+    }
+    for (int m : {1, 100, 300})
+        ASSERT_NO_FATAL_FAILURE(run_and_check(m, 66));
+}
+
+// Every row the dispatcher runs, forced into every bucket of each layer it is eligible for: each
+// row's dispatch code for this dtype (stage rows of 128 e4m3 or 32 fp32 elements) writes the
+// host-launched bits.
+TEST_P(DispatchDtype, EveryEligibleRowFromTheTable)
+{
+    char *rows = reinterpret_cast<char *>(const_cast<mkg_layer_dev *>(mkg_table_rows(table_)));
+    int ran = 0;
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        if (mkg_schedule_shipped_only(s))
+            continue;
+        int forced = 0;
+        for (size_t i = 0; i < layers_.size(); ++i) {
+            mkg_layer_desc lk = layers_[i].desc;
+            lk.kc = lk.k;
+            if (!mkg_plan_eligible(&lk, s))
+                continue;
+            const std::vector<unsigned char> all(MKG_MAX_BUCKETS, static_cast<unsigned char>(s));
+            ASSERT_EQ(cudaMemcpy(rows + i * sizeof(mkg_layer_dev) + offsetof(mkg_layer_dev, schedule), all.data(),
+                                 all.size(), cudaMemcpyHostToDevice),
+                      cudaSuccess);
+            ++forced;
+        }
+        if (!forced)
+            continue;
+        ++ran;
+        SCOPED_TRACE(mkg_schedule_get(s)->name);
+        for (int m : {7, 300})
+            ASSERT_NO_FATAL_FAILURE(run_and_check(m, 132));
+    }
+    EXPECT_GE(ran, MKG_SCHED_COUNT / 2) << "most rows run " << mkg_dtype_name(in_) << " layers";
+}
+
+// A kernel built for the other input dtype reports the layer (MKG_DISPATCH_BAD_DTYPE) and skips it.
+TEST_P(DispatchDtype, KernelOfAnotherDtypeReportsTheLayer)
+{
+    const mkg_dtype other = in_ == MKG_DTYPE_E4M3 ? MKG_DTYPE_FP32 : MKG_DTYPE_E4M3;
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        ASSERT_EQ(mkg_case_poison(&layers_[i].big), MKG_OK);
+        ASSERT_EQ(mkg_table_set_m(table_, static_cast<int>(i), 64, 0), MKG_OK);
+    }
+    ASSERT_EQ(run(table_, static_cast<int>(layers_.size()), 132, other), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    unsigned int err = 0;
+    ASSERT_EQ(mkg_table_take_error(table_, &err, 0), MKG_OK);
+    EXPECT_EQ(err, (1u << 8) | MKG_DISPATCH_BAD_DTYPE);
+    for (size_t i = 0; i < layers_.size(); ++i)
+        EXPECT_EQ(mkg_case_outside_writes(&layers_[i].big, 0), 0) << "layer " << i << " was skipped";
+}
+
+INSTANTIATE_TEST_SUITE_P(Tf32AndE4m3, DispatchDtype, ::testing::Values(MKG_DTYPE_FP32, MKG_DTYPE_E4M3),
+                         dtype_param_name);

@@ -99,6 +99,14 @@ mkg_status mkg_shim_pdl_chain(int s, int m, int n, int k, int n2, int reps, unsi
 cudaError_t mkg_test_run_layers(const mkg_layer_dev *rows, int count, const int *m_cur, unsigned int *err,
                                 const int *order, int steps, int grid, int plain, cudaStream_t stream);
 
+/* mkg_test_run_layers with plain = 1 for the other input dtypes: e4m3 layers (per-tensor scales,
+ * bf16 C) and fp32 layers (tf32 math, fp32 C). A layer of another dtype sets the error word
+ * (MKG_DISPATCH_BAD_DTYPE) and is skipped. */
+cudaError_t mkg_test_run_layers_e4m3(const mkg_layer_dev *rows, int count, const int *m_cur, unsigned int *err,
+                                     const int *order, int steps, int grid, cudaStream_t stream);
+cudaError_t mkg_test_run_layers_tf32(const mkg_layer_dev *rows, int count, const int *m_cur, unsigned int *err,
+                                     const int *order, int steps, int grid, cudaStream_t stream);
+
 /* mkg_bucket_of as the device computes it, for M = 1 .. n: out[m - 1] (host memory). 0 or a
  * CUDA error. */
 int mkg_test_device_buckets(int n, int *out);

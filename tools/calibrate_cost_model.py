@@ -39,7 +39,7 @@ def build_library():
     subprocess.run(cmd, check=True)
     lib = ctypes.CDLL(out)
     lib.mkg_cost_predict_us.restype = ctypes.c_double
-    lib.mkg_cost_predict_us.argtypes = [ctypes.POINTER(CostModel)] + [ctypes.c_int] * 7
+    lib.mkg_cost_predict_us.argtypes = [ctypes.POINTER(CostModel)] + [ctypes.c_int] * 8
     lib.mkg_cost_model_h200.restype = CostModel
     lib.mkg_schedule_shipped_only.restype = ctypes.c_int
     lib.mkg_schedule_shipped_only.argtypes = [ctypes.c_int]
@@ -86,7 +86,7 @@ def evaluate(lib, cm, rows, sched_ids):
         for name, us in meas.items():
             s = sched_ids[name]
             p = lib.mkg_cost_predict_us(ctypes.byref(cm), s, r["M"], r["N"], r["K"], r.get("kc", r["K"]),
-                                        DTYPES[r["dtype"]], r["sms"])
+                                        DTYPES[r["dtype"]], DTYPES[r["dtype"]], r["sms"])
             pred[name] = p
             err2 += (math.log(p) - math.log(us)) ** 2
             n += 1
