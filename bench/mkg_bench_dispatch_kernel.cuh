@@ -45,7 +45,11 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
     const mkg_gemm_params *p = NULL;
     int m = 0, units = 0;
     if (threadIdx.x < 128) {
+        if (threadIdx.x == 0)
+            MKG_PROBE(11);                           // the producers' branch reached (d3)
         mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
+        if (threadIdx.x == 0)
+            MKG_PROBE(12);                           // registers released
         // producers (1 or 2): lanes 0 of that many warps fill the ring's slots in turn
         // (mkg_ring_mine), at most the row's mkg_shape::PRODUCERS (the others leave at once).
         const int np = producers == 2 ? 2 : 1;

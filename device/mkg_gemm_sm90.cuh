@@ -134,7 +134,11 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
         MKG_PROBE(1);
 
     if (threadIdx.x < 128) {
+        if (threadIdx.x == 0)
+            MKG_PROBE(11);                           // the producers' branch reached
         mkg_setmaxnreg_dec<MKG_LAUNCH_PRODUCER_REGS>();
+        if (threadIdx.x == 0)
+            MKG_PROBE(12);                           // registers released
         // producers (1 or 2): lanes 0 of that many warps share the ring's slots (mkg_ring_mine),
         // at most the row's mkg_shape::PRODUCERS; cluster rows keep one producer.
         const int np = (CL > 1 && !CK) || producers != 2 ? 1 : S::PRODUCERS;
