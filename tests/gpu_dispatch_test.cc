@@ -22,6 +22,44 @@ struct Layer {
     mkg_layer_desc desc;
 };
 
+// An N x K layer of input dtype `in`, its buffers sized for m_max rows and its descriptor (plain
+// store, invariant mode, mkg_case_run's per-tensor scales for e4m3) pointing at them.
+mkg_status layer_init(Layer *l, int n, int k, int m_max, mkg_dtype in, mkg_dtype out, unsigned long long seed)
+{
+    const mkg_status st = mkg_case_init(&l->big, m_max, n, k, in, out, seed);
+    memset(&l->desc, 0, sizeof l->desc);
+    l->desc.n = n;
+    l->desc.k = k;
+    l->desc.in_type = in;
+    l->desc.c_type = out;
+    l->desc.a = l->big.a;
+    l->desc.b = l->big.b;
+    l->desc.c = l->big.c;
+    l->desc.lda = l->big.lda;
+    l->desc.ldb = l->big.ldb;
+    l->desc.ldc = l->big.ldc;
+    l->desc.epilogue = MKG_EPI_STORE;
+    l->desc.m_max = m_max;
+    l->desc.mode = MKG_MODE_INVARIANT;
+    l->desc.a_scale = MKG_SHIM_FP8_A_SCALE;
+    l->desc.b_scale = MKG_SHIM_FP8_B_SCALE;
+    return st;
+}
+
+// Uploads the layers' table (cost-model plans) and the run order 0, 1, ... to device memory.
+void upload(const std::vector<Layer> &layers, mkg_table **table, int **order)
+{
+    std::vector<mkg_layer_desc> descs;
+    std::vector<int> ord;
+    for (const Layer &l : layers) {
+        ord.push_back(static_cast<int>(descs.size()));
+        descs.push_back(l.desc);
+    }
+    ASSERT_EQ(mkg_table_create(descs.data(), static_cast<int>(descs.size()), nullptr, table), MKG_OK);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(order), ord.size() * sizeof(int)), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(*order, ord.data(), ord.size() * sizeof(int), cudaMemcpyHostToDevice), cudaSuccess);
+}
+
 class Dispatch : public ::testing::Test {
 protected:
     void SetUp() override
@@ -33,30 +71,11 @@ protected:
         const int shapes[][3] = {{3072, 2048, 512}, {2048 + 8, 2048, 512}, {1000, 4096, 300}};
         for (const auto &sh : shapes) {
             Layer l;
-            ASSERT_EQ(mkg_case_init(&l.big, sh[2], sh[0], sh[1], MKG_DTYPE_BF16, MKG_DTYPE_BF16, seed_ + sh[0]),
-                      MKG_OK);
-            memset(&l.desc, 0, sizeof l.desc);
-            l.desc.n = sh[0];
-            l.desc.k = sh[1];
-            l.desc.in_type = l.desc.c_type = MKG_DTYPE_BF16;
-            l.desc.a = l.big.a;
-            l.desc.b = l.big.b;
-            l.desc.c = l.big.c;
-            l.desc.lda = l.big.lda;
-            l.desc.ldb = l.big.ldb;
-            l.desc.ldc = l.big.ldc;
-            l.desc.epilogue = MKG_EPI_STORE;
-            l.desc.m_max = sh[2];
-            l.desc.mode = MKG_MODE_INVARIANT;
+            const mkg_status st = layer_init(&l, sh[0], sh[1], sh[2], MKG_DTYPE_BF16, MKG_DTYPE_BF16, seed_ + sh[0]);
             layers_.push_back(l);
+            ASSERT_EQ(st, MKG_OK);
         }
-        std::vector<mkg_layer_desc> descs;
-        for (const Layer &l : layers_)
-            descs.push_back(l.desc);
-        ASSERT_EQ(mkg_table_create(descs.data(), static_cast<int>(descs.size()), nullptr, &table_), MKG_OK);
-        const int order[] = {0, 1, 2};
-        ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&order_), sizeof order), cudaSuccess);
-        ASSERT_EQ(cudaMemcpy(order_, order, sizeof order, cudaMemcpyHostToDevice), cudaSuccess);
+        ASSERT_NO_FATAL_FAILURE(upload(layers_, &table_, &order_));
     }
     void TearDown() override
     {
@@ -263,32 +282,11 @@ protected:
         const int shapes[][3] = {{1000, 2048, 300}, {3072 + 8, 1024, 300}};
         for (const auto &sh : shapes) {
             Layer l;
-            ASSERT_EQ(mkg_case_init(&l.big, sh[2], sh[0], sh[1], in_, out_, seed + sh[0]), MKG_OK);
-            memset(&l.desc, 0, sizeof l.desc);
-            l.desc.n = sh[0];
-            l.desc.k = sh[1];
-            l.desc.in_type = in_;
-            l.desc.c_type = out_;
-            l.desc.a = l.big.a;
-            l.desc.b = l.big.b;
-            l.desc.c = l.big.c;
-            l.desc.lda = l.big.lda;
-            l.desc.ldb = l.big.ldb;
-            l.desc.ldc = l.big.ldc;
-            l.desc.epilogue = MKG_EPI_STORE;
-            l.desc.m_max = sh[2];
-            l.desc.mode = MKG_MODE_INVARIANT;
-            l.desc.a_scale = MKG_SHIM_FP8_A_SCALE;     // mkg_case_run's scales (e4m3 only)
-            l.desc.b_scale = MKG_SHIM_FP8_B_SCALE;
+            const mkg_status st = layer_init(&l, sh[0], sh[1], sh[2], in_, out_, seed + sh[0]);
             layers_.push_back(l);
+            ASSERT_EQ(st, MKG_OK);
         }
-        std::vector<mkg_layer_desc> descs;
-        for (const Layer &l : layers_)
-            descs.push_back(l.desc);
-        ASSERT_EQ(mkg_table_create(descs.data(), static_cast<int>(descs.size()), nullptr, &table_), MKG_OK);
-        const int order[] = {0, 1};
-        ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&order_), sizeof order), cudaSuccess);
-        ASSERT_EQ(cudaMemcpy(order_, order, sizeof order, cudaMemcpyHostToDevice), cudaSuccess);
+        ASSERT_NO_FATAL_FAILURE(upload(layers_, &table_, &order_));
     }
     void TearDown() override
     {
