@@ -2,7 +2,8 @@
  * mkg_bench_dispatch.cu), in a header so that tools/launch_probe.cu instruments this very code:
  * its MKG_PROBE marks are empty unless the includer defines them (device/mkg_ptx_sm90.cuh).
  * Point 2 is "schedule picked" here (the shipped kernel's is "producer start"); the pick itself
- * runs on warp 1 beside the barrier init, so it lands in point 1.
+ * runs on warp 1 beside the barrier init, so it lands in point 1. Points 11 and 12 split the
+ * producer's start: its branch reached, its registers released (d3 in bench/NOTES.md).
  */
 #ifndef MKG_BENCH_DISPATCH_KERNEL_CUH
 #define MKG_BENCH_DISPATCH_KERNEL_CUH
@@ -86,7 +87,16 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
 // and the plain-store output type OT: mkg_bench_dispatch_init_<tag>() sets the kernel's shared
 // memory attribute, mkg_bench_dispatch_launch_<tag>() launches it (mkg_bench_dispatch.cu picks
 // the dtype).
+// The entry points' declarations (mkg_bench_dispatch.cu; ENTRIES repeats them, so a mismatch fails
+// to compile).
+#define MKG_BENCH_DISPATCH_DECLARE(tag)                                                                      \
+    extern "C" cudaError_t mkg_bench_dispatch_init_##tag(void);                                              \
+    extern "C" void mkg_bench_dispatch_launch_##tag(const mkg_layer_dev *rows, int count, const int *m_cur,   \
+                                                    unsigned int *err, int layer, int grid, int producers,   \
+                                                    int order, cudaStream_t stream);
+
 #define MKG_BENCH_DISPATCH_ENTRIES(tag, DT, OT)                                                              \
+    MKG_BENCH_DISPATCH_DECLARE(tag)                                                                          \
     extern "C" cudaError_t mkg_bench_dispatch_init_##tag(void)                                               \
     {                                                                                                        \
         return cudaFuncSetAttribute((const void *)mkg_bench_dispatch_kernel<DT, OT>,                         \
@@ -99,11 +109,5 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
         mkg_bench_dispatch_kernel<DT, OT><<<grid, MKG_LAUNCH_THREADS, MKG_LAUNCH_SMEM_BYTES, stream>>>(     \
             rows, count, m_cur, err, layer, producers, order);                                              \
     }
-
-#define MKG_BENCH_DISPATCH_DECLARE(tag)                                                                      \
-    extern "C" cudaError_t mkg_bench_dispatch_init_##tag(void);                                              \
-    extern "C" void mkg_bench_dispatch_launch_##tag(const mkg_layer_dev *rows, int count, const int *m_cur,   \
-                                                    unsigned int *err, int layer, int grid, int producers,   \
-                                                    int order, cudaStream_t stream);
 
 #endif /* MKG_BENCH_DISPATCH_KERNEL_CUH */

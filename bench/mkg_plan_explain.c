@@ -1,6 +1,8 @@
 /* mkg_plan_explain.c - prints the planner's reasoning for a layer at given M values.
  *
- *   mkg_plan_explain --n N --k K --m M[,M...] [--dtype bf16|fp16] [--kc KC] [--sms S] [--gpu NAME]
+ *   mkg_plan_explain --n N --k K --m M[,M...] [--dtype bf16|fp16|tf32|e4m3] [--kc KC] [--sms S] [--gpu NAME]
+ *
+ * tf32: fp32 operands and C; e4m3: FP8 operands (per-tensor scales 1), bf16 C.
  *
  * Needs no GPU: it runs the analytic cost model (mkg_cost_model_h200) that the
  * layer table uses, lists every eligible schedule with its predicted time and
@@ -29,6 +31,7 @@ int main(int argc, char **argv)
     l.in_type = l.c_type = MKG_DTYPE_BF16;
     l.epilogue = MKG_EPI_STORE;
     l.mode = MKG_MODE_INVARIANT;
+    l.a_scale = l.b_scale = 1.0f;
     mkg_gpu_info g;
     snprintf(g.name, sizeof g.name, "NVIDIA H200");
     g.sms = 132;
@@ -46,15 +49,26 @@ int main(int argc, char **argv)
             g.sms = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--gpu"))
             snprintf(g.name, sizeof g.name, "%s", argv[i + 1]);
-        else if (!strcmp(argv[i], "--dtype"))
-            l.in_type = l.c_type = strcmp(argv[i + 1], "fp16") ? MKG_DTYPE_BF16 : MKG_DTYPE_FP16;
-        else {
+        else if (!strcmp(argv[i], "--dtype")) {
+            const char *d = argv[i + 1];
+            l.in_type = !strcmp(d, "bf16")   ? MKG_DTYPE_BF16
+                        : !strcmp(d, "fp16") ? MKG_DTYPE_FP16
+                        : !strcmp(d, "tf32") ? MKG_DTYPE_FP32
+                        : !strcmp(d, "e4m3") ? MKG_DTYPE_E4M3
+                                             : MKG_DTYPE_COUNT;
+            if (l.in_type == MKG_DTYPE_COUNT) {
+                fprintf(stderr, "--dtype must be bf16, fp16, tf32 or e4m3, got '%s'\n", d);
+                return 2;
+            }
+            l.c_type = l.in_type == MKG_DTYPE_E4M3 ? MKG_DTYPE_BF16 : l.in_type;
+        } else {
             fprintf(stderr, "unknown option %s\n", argv[i]);
             return 2;
         }
     }
     if (l.n < 1 || l.k < 1 || nm == 0) {
-        fprintf(stderr, "usage: %s --n N --k K --m M[,M...] [--dtype bf16|fp16] [--kc KC] [--sms S] [--gpu NAME]\n",
+        fprintf(stderr, "usage: %s --n N --k K --m M[,M...] [--dtype bf16|fp16|tf32|e4m3] [--kc KC] [--sms S] "
+                        "[--gpu NAME]\n",
                 argv[0]);
         return 2;
     }

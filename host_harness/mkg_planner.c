@@ -110,8 +110,12 @@ static int mkg_cost_eval(const mkg_cost_model *cm, int s, int m, int n, int k, i
      * K bytes: a 128-byte stage row holds 128 e4m3 or 32 fp32 elements, and wgmma runs e4m3 at
      * twice and tf32 at half the 16-bit rate per element, so the flops of the 16-bit GEMM of
      * K * size / 2 elements take the same tensor time. */
-    k = (int)((long long)k * (long long)mkg_dtype_size(in) / 2);
-    kc = (int)((long long)kc * (long long)mkg_dtype_size(in) / 2);
+    const long long k16 = ((long long)k * (long long)mkg_dtype_size(in) + 1) / 2;
+    const long long kc16 = ((long long)kc * (long long)mkg_dtype_size(in) + 1) / 2;
+    if (k16 > 0x7fffffffLL || kc16 > 0x7fffffffLL)
+        return 0;
+    k = (int)k16;
+    kc = (int)kc16;
     const int chunks = mkg_chunk_count(k, kc);
     const int splits = mkg_split_count(i->split, chunks);
     t->units = mkg_ceil_div(m, i->tile_m) * mkg_ceil_div(n, i->tile_n) * splits;

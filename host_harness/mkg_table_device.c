@@ -66,7 +66,7 @@ mkg_status mkg_table_create(const mkg_layer_desc *layers, int count, const mkg_l
         return st;
     /* A caller's plans: every bucket's schedule must run its layer at the plan's KC (the
      * planner's own picks do by construction). The device pick checks only what it can
-     * afford per launch; e.g. a two-sub-tile row on a KC of an odd number of 64-deep K tiles
+     * afford per launch; e.g. a two-sub-tile row on a KC of an odd number of 128-byte K tiles
      * would compute a different C there without an error. */
     for (int i = 0; plans && i < count; ++i) {
         const mkg_gemm_desc d = mkg_layer_gemm_desc(&layers[i], 1, plans[i].kc);

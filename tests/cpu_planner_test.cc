@@ -167,22 +167,38 @@ TEST(CostModel, OtherInputDtypesAreTheSixteenBitGemmOfTheSameKBytes)
                     EXPECT_LT(mkg_cost_predict_us(&cm, s, m, n, k, k, MKG_DTYPE_E4M3, MKG_DTYPE_BF16, 132),
                               mkg_cost_predict_us(&cm, s, m, n, k, k, MKG_DTYPE_BF16, MKG_DTYPE_BF16, 132));
             }
+    // A chunked layer: the chunk converts with K (e4m3 K 8192 in chunks of 2048 = bf16 4096 in 1024).
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s)
+        EXPECT_DOUBLE_EQ(mkg_cost_predict_us(&cm, s, 16, 2048, 8192, 2048, MKG_DTYPE_E4M3, MKG_DTYPE_BF16, 132),
+                         mkg_cost_predict_us(&cm, s, 16, 2048, 4096, 1024, MKG_DTYPE_BF16, MKG_DTYPE_BF16, 132))
+            << mkg_schedule_get(s)->name;
     EXPECT_LT(mkg_cost_predict_us(&cm, 0, 1, 1, 1, 0, MKG_DTYPE_COUNT, MKG_DTYPE_BF16, 132), 0.0);
+    EXPECT_LT(mkg_cost_predict_us(&cm, 0, 1, 1, 1 << 30, 0, MKG_DTYPE_FP32, MKG_DTYPE_FP32, 132), 0.0)
+        << "2^31 16-bit elements of K do not fit the model's int";
 }
 
 TEST(Planner, PicksEligibleSchedulesForTf32AndE4m3Layers)
 {
     const mkg_cost_model cm = mkg_cost_model_h200();
     const mkg_gpu_info g = h200();
-    for (mkg_dtype in : {MKG_DTYPE_FP32, MKG_DTYPE_E4M3}) {
-        const mkg_layer_desc l = layer(4096, 4096, 0, in);
+    // K = 4224: 66 128-byte stage rows in bf16, 33 in e4m3, 132 in fp32. The 128-deep rows (two
+    // sub-tiles per stage) need an even number, so eligibility must follow the dtype: e4m3 may
+    // never get one, bf16 must at the decode Ms where the model prefers them.
+    int deep_bf16 = 0;
+    for (mkg_dtype in : {MKG_DTYPE_BF16, MKG_DTYPE_FP32, MKG_DTYPE_E4M3}) {
+        const mkg_layer_desc l = layer(4096, 4224, 0, in);
         for (int m = 1; m <= 8192; m *= 2) {
             int s = -1;
             ASSERT_EQ(mkg_plan_pick(&cm, &l, &g, m, &s), MKG_OK) << mkg_dtype_name(in) << " M=" << m;
-            mkg_layer_desc lk = l;
-            lk.kc = mkg_plan_kc(l.n, l.k, g.sms);
-            EXPECT_TRUE(mkg_plan_eligible(&lk, s)) << mkg_schedule_get(s)->name;
+            ASSERT_GE(s, 0);
+            if (in == MKG_DTYPE_E4M3)
+                EXPECT_NE(mkg_schedule_get(s)->tile_k, 128) << mkg_schedule_get(s)->name << " M=" << m;
+            deep_bf16 += in == MKG_DTYPE_BF16 && mkg_schedule_get(s)->tile_k == 128;
         }
+    }
+    EXPECT_GT(deep_bf16, 0) << "the 128-deep rows are picked for bf16 at K = 4224 (else the e4m3 check proves nothing)";
+    for (mkg_dtype in : {MKG_DTYPE_FP32, MKG_DTYPE_E4M3}) {
+        const mkg_layer_desc l = layer(4096, 4096, 0, in);
         char buf[16384];
         const int len = mkg_plan_explain(&cm, &l, &g, 512, buf, sizeof buf);
         ASSERT_GT(len, 0);
