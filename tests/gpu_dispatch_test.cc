@@ -60,6 +60,38 @@ void upload(const std::vector<Layer> &layers, mkg_table **table, int **order)
     ASSERT_EQ(cudaMemcpy(*order, ord.data(), ord.size() * sizeof(int), cudaMemcpyHostToDevice), cudaSuccess);
 }
 
+// Layers of the given {N, K, m_max} shapes and dtypes, their table and run order (the fixtures'
+// SetUp); layers are kept even when one fails to initialise, so that layers_destroy frees them all.
+void layers_create(const int (*shapes)[3], int count, mkg_dtype in, mkg_dtype out, unsigned long long seed,
+                   std::vector<Layer> *layers, mkg_table **table, int **order)
+{
+    for (int i = 0; i < count; ++i) {
+        Layer l;
+        const mkg_status st = layer_init(&l, shapes[i][0], shapes[i][1], shapes[i][2], in, out, seed + shapes[i][0]);
+        layers->push_back(l);
+        ASSERT_EQ(st, MKG_OK);
+    }
+    ASSERT_NO_FATAL_FAILURE(upload(*layers, table, order));
+}
+
+void layers_destroy(std::vector<Layer> *layers, mkg_table *table, int *order)
+{
+    mkg_table_destroy(table);
+    cudaFree(order);
+    for (Layer &l : *layers)
+        mkg_case_free(&l.big);
+}
+
+// Layer `i`'s dispatched C (its first m rows) against the host-launched schedule 0: nothing
+// written outside M x N, and the same bits.
+void expect_host_bits(mkg_case *c, int m, int i)
+{
+    EXPECT_EQ(mkg_case_outside_writes(c, m), 0) << "layer " << i << " M=" << m;
+    ASSERT_EQ(mkg_case_keep(c), MKG_OK);               // keep = the dispatched result
+    ASSERT_EQ(mkg_case_run(c, 0, 0, m), MKG_OK);       // C = host-launched schedule 0
+    EXPECT_EQ(mkg_case_mismatch_vs_keep(c, m), 0) << "layer " << i << " M=" << m;
+}
+
 class Dispatch : public ::testing::Test {
 protected:
     void SetUp() override
@@ -69,21 +101,10 @@ protected:
             GTEST_SKIP() << why;
         seed_ = mkg_shim_seed();
         const int shapes[][3] = {{3072, 2048, 512}, {2048 + 8, 2048, 512}, {1000, 4096, 300}};
-        for (const auto &sh : shapes) {
-            Layer l;
-            const mkg_status st = layer_init(&l, sh[0], sh[1], sh[2], MKG_DTYPE_BF16, MKG_DTYPE_BF16, seed_ + sh[0]);
-            layers_.push_back(l);
-            ASSERT_EQ(st, MKG_OK);
-        }
-        ASSERT_NO_FATAL_FAILURE(upload(layers_, &table_, &order_));
+        ASSERT_NO_FATAL_FAILURE(
+            layers_create(shapes, 3, MKG_DTYPE_BF16, MKG_DTYPE_BF16, seed_, &layers_, &table_, &order_));
     }
-    void TearDown() override
-    {
-        mkg_table_destroy(table_);
-        cudaFree(order_);
-        for (Layer &l : layers_)
-            mkg_case_free(&l.big);
-    }
+    void TearDown() override { layers_destroy(&layers_, table_, order_); }
     // Poisons every layer's C, runs layer i at M = ms[i] in one launch of `grid` CTAs (plain = 1:
     // the dispatch kernel compiled for plain bf16 stores) and takes the error word; the kernel
     // must return whatever the table holds.
@@ -106,13 +127,8 @@ protected:
         unsigned int err = 1;
         ASSERT_NO_FATAL_FAILURE(launch(ms, grid, plain, &err));
         EXPECT_EQ(err, 0u);
-        for (size_t i = 0; i < layers_.size(); ++i) {
-            mkg_case &c = layers_[i].big;
-            EXPECT_EQ(mkg_case_outside_writes(&c, ms[i]), 0) << "layer " << i << " M=" << ms[i];
-            ASSERT_EQ(mkg_case_keep(&c), MKG_OK);              // keep = the dispatched result
-            ASSERT_EQ(mkg_case_run(&c, 0, 0, ms[i]), MKG_OK);  // C = host-launched schedule 0
-            EXPECT_EQ(mkg_case_mismatch_vs_keep(&c, ms[i]), 0) << "layer " << i << " M=" << ms[i];
-        }
+        for (size_t i = 0; i < layers_.size(); ++i)
+            ASSERT_NO_FATAL_FAILURE(expect_host_bits(&layers_[i].big, ms[i], static_cast<int>(i)));
     }
     std::vector<Layer> layers_;
     mkg_table *table_ = nullptr;
@@ -173,13 +189,8 @@ TEST_F(Dispatch, PlainStoreKernelReportsOtherEpilogues)
     ASSERT_NO_FATAL_FAILURE(launch({m, m, m}, 132, 1, &err));
     EXPECT_EQ(err, (2u << 8) | MKG_DISPATCH_NOT_PLAIN);
     EXPECT_EQ(mkg_case_outside_writes(&layers_[1].big, 0), 0) << "the layer was skipped";
-    for (int i : {0, 2}) {
-        mkg_case &c = layers_[i].big;
-        EXPECT_EQ(mkg_case_outside_writes(&c, m), 0) << "layer " << i;
-        ASSERT_EQ(mkg_case_keep(&c), MKG_OK);
-        ASSERT_EQ(mkg_case_run(&c, 0, 0, m), MKG_OK);
-        EXPECT_EQ(mkg_case_mismatch_vs_keep(&c, m), 0) << "layer " << i;
-    }
+    for (int i : {0, 2})
+        ASSERT_NO_FATAL_FAILURE(expect_host_bits(&layers_[i].big, m, i));
 }
 
 // The plain variant's warp pick reads the schedule byte of M's bucket out of the row's
@@ -199,13 +210,8 @@ TEST_F(Dispatch, PlainStoreKernelReportsACorruptedEntryAtEveryBytePosition)
         ASSERT_NO_FATAL_FAILURE(launch({m, m, m}, 132, 1, &err));
         EXPECT_EQ(err, (2u << 8) | MKG_DISPATCH_BAD_SCHEDULE) << "M=" << m << " (bucket " << b << ")";
         EXPECT_EQ(mkg_case_outside_writes(&layers_[1].big, 0), 0) << "M=" << m << ": the bad layer was skipped";
-        for (int i : {0, 2}) {
-            mkg_case &c = layers_[i].big;
-            EXPECT_EQ(mkg_case_outside_writes(&c, m), 0) << "layer " << i << " M=" << m;
-            ASSERT_EQ(mkg_case_keep(&c), MKG_OK);
-            ASSERT_EQ(mkg_case_run(&c, 0, 0, m), MKG_OK);
-            EXPECT_EQ(mkg_case_mismatch_vs_keep(&c, m), 0) << "layer " << i << " M=" << m;
-        }
+        for (int i : {0, 2})
+            ASSERT_NO_FATAL_FAILURE(expect_host_bits(&layers_[i].big, m, i)) << "bucket " << b;
         ASSERT_EQ(cudaMemcpy(at, &keep, 1, cudaMemcpyHostToDevice), cudaSuccess);
     }
     run_and_check({300, 3, 300}, 132, 1);   // the restored table runs again
@@ -280,21 +286,9 @@ protected:
         out_ = in_ == MKG_DTYPE_E4M3 ? MKG_DTYPE_BF16 : MKG_DTYPE_FP32;
         const unsigned long long seed = mkg_shim_seed() + 500 + static_cast<unsigned>(in_);
         const int shapes[][3] = {{1000, 2048, 300}, {3072 + 8, 1024, 300}};
-        for (const auto &sh : shapes) {
-            Layer l;
-            const mkg_status st = layer_init(&l, sh[0], sh[1], sh[2], in_, out_, seed + sh[0]);
-            layers_.push_back(l);
-            ASSERT_EQ(st, MKG_OK);
-        }
-        ASSERT_NO_FATAL_FAILURE(upload(layers_, &table_, &order_));
+        ASSERT_NO_FATAL_FAILURE(layers_create(shapes, 2, in_, out_, seed, &layers_, &table_, &order_));
     }
-    void TearDown() override
-    {
-        mkg_table_destroy(table_);
-        cudaFree(order_);
-        for (Layer &l : layers_)
-            mkg_case_free(&l.big);
-    }
+    void TearDown() override { layers_destroy(&layers_, table_, order_); }
     cudaError_t run(const mkg_table *t, int steps, int grid, mkg_dtype kernel)
     {
         return kernel == MKG_DTYPE_E4M3
@@ -315,13 +309,8 @@ protected:
         unsigned int err = 1;
         ASSERT_EQ(mkg_table_take_error(table_, &err, 0), MKG_OK);
         EXPECT_EQ(err, 0u) << "M=" << m;
-        for (size_t i = 0; i < layers_.size(); ++i) {
-            mkg_case &c = layers_[i].big;
-            EXPECT_EQ(mkg_case_outside_writes(&c, m), 0) << "layer " << i << " M=" << m;
-            ASSERT_EQ(mkg_case_keep(&c), MKG_OK);              // keep = the dispatched result
-            ASSERT_EQ(mkg_case_run(&c, 0, 0, m), MKG_OK);      // C = host-launched schedule 0
-            EXPECT_EQ(mkg_case_mismatch_vs_keep(&c, m), 0) << "layer " << i << " M=" << m;
-        }
+        for (size_t i = 0; i < layers_.size(); ++i)
+            ASSERT_NO_FATAL_FAILURE(expect_host_bits(&layers_[i].big, m, static_cast<int>(i)));
     }
     mkg_dtype in_ = MKG_DTYPE_BF16, out_ = MKG_DTYPE_BF16;
     std::vector<Layer> layers_;
