@@ -8,6 +8,8 @@
  * type (the input's own, bf16 for e4m3), as the shipped kernel's MKG_KV_STORE variant is: the
  * producer takes the one-chunk path and the consumers hold only that epilogue (v38 in
  * bench/NOTES.md). A layer of another kind is reported as MKG_DISPATCH_NOT_PLAIN and skipped.
+ * Chunked and block-scaled layers (bf16 and e4m3) run in the chunk-stepping kernels of
+ * mkg_bench_dispatch_chunked.cu instead (run-time epilogue, chunk-folding rows).
  */
 #include <stdlib.h>
 
@@ -18,12 +20,19 @@ MKG_BENCH_DISPATCH_DECLARE(bf16)
 MKG_BENCH_DISPATCH_DECLARE(fp16)
 MKG_BENCH_DISPATCH_DECLARE(tf32)
 MKG_BENCH_DISPATCH_DECLARE(e4m3)
+MKG_BENCH_DISPATCH_DECLARE(bf16_chunked)
+MKG_BENCH_DISPATCH_DECLARE(e4m3_chunked)
 
 // ---- launcher ----------------------------------------------------------------------------
 
 extern "C" int mkg_bench_dispatch_available(void)
 {
     return 1;
+}
+
+extern "C" int mkg_bench_dispatch_chunked_available(mkg_dtype dt)
+{
+    return dt == MKG_DTYPE_BF16 || dt == MKG_DTYPE_E4M3;
 }
 
 extern "C" int mkg_bench_dispatch_order(void)
@@ -46,10 +55,14 @@ extern "C" cudaError_t mkg_bench_dispatch_init(void)
         e = mkg_bench_dispatch_init_tf32();
     if (e == cudaSuccess)
         e = mkg_bench_dispatch_init_e4m3();
+    if (e == cudaSuccess)
+        e = mkg_bench_dispatch_init_bf16_chunked();
+    if (e == cudaSuccess)
+        e = mkg_bench_dispatch_init_e4m3_chunked();
     return e;
 }
 
-extern "C" cudaError_t mkg_bench_dispatch_launch(mkg_dtype dt, const mkg_layer_dev *rows, int count,
+extern "C" cudaError_t mkg_bench_dispatch_launch(mkg_dtype dt, int chunked, const mkg_layer_dev *rows, int count,
                                                  const int *m_cur, unsigned int *err, int layer, int grid,
                                                  cudaStream_t stream)
 {
@@ -64,6 +77,15 @@ extern "C" cudaError_t mkg_bench_dispatch_launch(mkg_dtype dt, const mkg_layer_d
     }
     const int order = mkg_bench_dispatch_order() == 2 && grid != sms ? 1 : mkg_bench_dispatch_order();
     const int producers = mkg_launch_producers();
+    if (chunked) {
+        if (dt == MKG_DTYPE_BF16)
+            mkg_bench_dispatch_launch_bf16_chunked(rows, count, m_cur, err, layer, grid, producers, order, stream);
+        else if (dt == MKG_DTYPE_E4M3)
+            mkg_bench_dispatch_launch_e4m3_chunked(rows, count, m_cur, err, layer, grid, producers, order, stream);
+        else
+            return cudaErrorInvalidValue;
+        return cudaGetLastError();
+    }
     switch (dt) {
     case MKG_DTYPE_BF16:
         mkg_bench_dispatch_launch_bf16(rows, count, m_cur, err, layer, grid, producers, order, stream);

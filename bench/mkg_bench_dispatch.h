@@ -33,18 +33,24 @@ int mkg_bench_dispatch_available(void);
  * Values outside 0..3 give 3 (atoi: text reads as 0). JSON dispatch_order. */
 int mkg_bench_dispatch_order(void);
 
-/* Lets the bf16, fp16, tf32 and e4m3 kernels use MKG_LAUNCH_SMEM_BYTES of dynamic shared memory. */
+/* 1 when a chunk-stepping kernel for input dtype dt is built in (bf16 and e4m3): it runs layers of
+ * several K chunks and block-scaled e4m3 layers, on the rows that fold chunks. */
+int mkg_bench_dispatch_chunked_available(mkg_dtype dt);
+
+/* Lets every kernel use MKG_LAUNCH_SMEM_BYTES of dynamic shared memory. */
 cudaError_t mkg_bench_dispatch_init(void);
 
 /* Runs layer `layer` of a table (rows, count, m_cur, err: mkg_table_rows/count/m/error)
  * at its current M with input dtype dt (bf16, fp16, fp32 for tf32 math, or e4m3 with
  * per-tensor scales; any other returns cudaErrorInvalidValue): `grid` CTAs (the SM count) of
- * MKG_LAUNCH_THREADS threads, asynchronous on stream. The kernel is compiled for plain stores
- * of C in the input's own type, bf16 for e4m3 (MKG_EPI_STORE, no dependency signal). A bad
- * table entry, or a layer of another kind (MKG_DISPATCH_NOT_PLAIN), sets the error word and
- * runs nothing. */
-cudaError_t mkg_bench_dispatch_launch(mkg_dtype dt, const mkg_layer_dev *rows, int count, const int *m_cur,
-                                      unsigned int *err, int layer, int grid, cudaStream_t stream);
+ * MKG_LAUNCH_THREADS threads, asynchronous on stream. chunked = 0: the kernel compiled for plain
+ * stores of C in the input's own type, bf16 for e4m3 (MKG_EPI_STORE, no dependency signal), one
+ * K chunk; a bad table entry, or a layer of another kind (MKG_DISPATCH_NOT_PLAIN, or
+ * MKG_DISPATCH_CHUNKED for a chunked or block-scaled layer), sets the error word and runs
+ * nothing. chunked = 1: the chunk-stepping kernel (mkg_bench_dispatch_chunked_available; else
+ * cudaErrorInvalidValue), which runs those layers too. */
+cudaError_t mkg_bench_dispatch_launch(mkg_dtype dt, int chunked, const mkg_layer_dev *rows, int count,
+                                      const int *m_cur, unsigned int *err, int layer, int grid, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

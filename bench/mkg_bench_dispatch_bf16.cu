@@ -2,4 +2,4 @@
  * bf16 stores (every schedule row; a translation unit of its own for build time). */
 #include "mkg_bench_dispatch_kernel.cuh"
 
-MKG_BENCH_DISPATCH_ENTRIES(bf16, MKG_DTYPE_BF16, MKG_DTYPE_BF16)
+MKG_BENCH_DISPATCH_ENTRIES(bf16, MKG_DTYPE_BF16, MKG_DTYPE_BF16, 0)

@@ -4,17 +4,20 @@
  * Point 2 is "schedule picked" here (the shipped kernel's is "producer start"); the pick itself
  * runs on warp 1 beside the barrier init, so it lands in point 1. Points 11 and 12 split the
  * producer's start: its branch reached, its registers released (d3 in bench/NOTES.md).
+ * CHUNKS = 1 is the chunk-stepping form for chunked and block-scaled layers: a CHUNKS = 1 pick, the
+ * chunked producer and mkg_dispatch_consume_chunked (run-time epilogue, OT = -1), chunk-folding rows.
  */
 #ifndef MKG_BENCH_DISPATCH_KERNEL_CUH
 #define MKG_BENCH_DISPATCH_KERNEL_CUH
 
 #include "mkg_dispatch_sm90.cuh"
 
-template <int DT, int OT>
+template <int DT, int OT, int CHUNKS = 0>
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
 mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, const int *__restrict__ m_cur,
                           unsigned int *err, int layer, int producers, int order)
 {
+    static_assert(!(CHUNKS && OT >= 0), "the chunk-stepping consumers keep the run-time epilogue");
     extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
     __shared__ mkg_dispatch_slot slot;
     const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
@@ -25,7 +28,7 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
         mkg_dispatch_prefetch_maps(rows, count, layer);
         mkg_smem_init(&sm);
     } else if (threadIdx.x / 32 == 1) {
-        mkg_dispatch_pick_warp<DT, 0, OT>(rows, count, m_cur, layer, err, &slot);
+        mkg_dispatch_pick_warp<DT, CHUNKS, OT>(rows, count, m_cur, layer, err, &slot);
     }
     __syncthreads();
     if (threadIdx.x == 0)
@@ -60,9 +63,9 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
                 MKG_PROBE(2);
             for (int u = rank; s >= 0 && u < units; u += grid) {
                 if (np == 2)
-                    mkg_dispatch_produce<DT, 0, true, 2, true>(p, s, m, u, &ring, &sm);
+                    mkg_dispatch_produce<DT, 0, !CHUNKS, 2, true>(p, s, m, u, &ring, &sm);
                 else
-                    mkg_dispatch_produce<DT, 0, true>(p, s, m, u, &ring, &sm);
+                    mkg_dispatch_produce<DT, 0, !CHUNKS>(p, s, m, u, &ring, &sm);
             }
             if (threadIdx.x == 0)
                 MKG_PROBE_DONE();
@@ -71,8 +74,12 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
         mkg_setmaxnreg_inc<MKG_LAUNCH_CONSUMER_REGS>();
         const int wg = mkg_warp_uniform((int)threadIdx.x / 128) - 1;
         const int s = mkg_dispatch_begin_slot(rows, layer, &slot, &ring, &sm, 0, &p, &m, &units);
-        if (s >= 0)
+        if constexpr (CHUNKS) {
+            if (s >= 0)
+                mkg_dispatch_consume_chunked<DT>(p, s, m, rank, grid, units, &ring, &sm, wg);
+        } else if (s >= 0) {
             mkg_dispatch_consume_units_one<DT, OT>(p, s, m, rank, grid, units, &ring, &sm, wg);
+        }
         MKG_PROBE(5 + 4 * wg);
         mkg_epilogue_drain();
         MKG_PROBE(6 + 4 * wg);
@@ -83,10 +90,10 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
 // ---- one input dtype's entry points -----------------------------------------------------
 //
 // Each dtype's kernel compiles every schedule row, so each gets a translation unit of its own
-// (mkg_bench_dispatch_<tag>.cu, built in parallel), which expands this macro once for input DT
-// and the plain-store output type OT: mkg_bench_dispatch_init_<tag>() sets the kernel's shared
-// memory attribute, mkg_bench_dispatch_launch_<tag>() launches it (mkg_bench_dispatch.cu picks
-// the dtype).
+// (mkg_bench_dispatch_<tag>.cu, built in parallel), which expands this macro once for input DT,
+// the plain-store output type OT (-1: run-time epilogue) and CHUNKS: mkg_bench_dispatch_init_<tag>()
+// sets the kernel's shared memory attribute, mkg_bench_dispatch_launch_<tag>() launches it
+// (mkg_bench_dispatch.cu picks the dtype and form).
 // The entry points' declarations (mkg_bench_dispatch.cu; ENTRIES repeats them, so a mismatch fails
 // to compile).
 #define MKG_BENCH_DISPATCH_DECLARE(tag)                                                                      \
@@ -95,18 +102,18 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
                                                     unsigned int *err, int layer, int grid, int producers,   \
                                                     int order, cudaStream_t stream);
 
-#define MKG_BENCH_DISPATCH_ENTRIES(tag, DT, OT)                                                              \
+#define MKG_BENCH_DISPATCH_ENTRIES(tag, DT, OT, CHUNKS)                                                      \
     MKG_BENCH_DISPATCH_DECLARE(tag)                                                                          \
     extern "C" cudaError_t mkg_bench_dispatch_init_##tag(void)                                               \
     {                                                                                                        \
-        return cudaFuncSetAttribute((const void *)mkg_bench_dispatch_kernel<DT, OT>,                         \
+        return cudaFuncSetAttribute((const void *)mkg_bench_dispatch_kernel<DT, OT, CHUNKS>,                 \
                                     cudaFuncAttributeMaxDynamicSharedMemorySize, MKG_LAUNCH_SMEM_BYTES);     \
     }                                                                                                        \
     extern "C" void mkg_bench_dispatch_launch_##tag(const mkg_layer_dev *rows, int count, const int *m_cur,   \
                                                     unsigned int *err, int layer, int grid, int producers,   \
                                                     int order, cudaStream_t stream)                          \
     {                                                                                                        \
-        mkg_bench_dispatch_kernel<DT, OT><<<grid, MKG_LAUNCH_THREADS, MKG_LAUNCH_SMEM_BYTES, stream>>>(     \
+        mkg_bench_dispatch_kernel<DT, OT, CHUNKS><<<grid, MKG_LAUNCH_THREADS, MKG_LAUNCH_SMEM_BYTES, stream>>>( \
             rows, count, m_cur, err, layer, producers, order);                                              \
     }
 

@@ -9,6 +9,12 @@ int mkg_bench_dispatch_available(void)
     return 0;
 }
 
+int mkg_bench_dispatch_chunked_available(mkg_dtype dt)
+{
+    (void)dt;
+    return 0;
+}
+
 int mkg_bench_dispatch_order(void)
 {
     return 0;
@@ -19,9 +25,9 @@ cudaError_t mkg_bench_dispatch_init(void)
     return cudaSuccess;
 }
 
-cudaError_t mkg_bench_dispatch_launch(mkg_dtype dt, const mkg_layer_dev *rows, int count, const int *m_cur,
-                                      unsigned int *err, int layer, int grid, cudaStream_t stream)
+cudaError_t mkg_bench_dispatch_launch(mkg_dtype dt, int chunked, const mkg_layer_dev *rows, int count,
+                                      const int *m_cur, unsigned int *err, int layer, int grid, cudaStream_t stream)
 {
-    (void)dt, (void)rows, (void)count, (void)m_cur, (void)err, (void)layer, (void)grid, (void)stream;
+    (void)dt, (void)chunked, (void)rows, (void)count, (void)m_cur, (void)err, (void)layer, (void)grid, (void)stream;
     return cudaErrorNotSupported;
 }

@@ -386,7 +386,13 @@ static void mkg_bench_lt_plan_create(const mkg_bench_cfg *cfg, mkg_bench_problem
     }
 }
 
-/* Set s as a layer: its pointers, m_max = M, the row's kc, invariant mode. */
+/* 1 if p's layer runs in the chunk-stepping dispatch kernel: several K chunks, or block scales. */
+static int mkg_bench_chunked(const mkg_bench_problem *p)
+{
+    return p->bsa != NULL || mkg_chunk_count(p->k, p->kc) > 1;
+}
+
+/* Set s as a layer: its pointers, m_max = M, the row's kc and block scales, invariant mode. */
 static mkg_layer_desc mkg_bench_layer_of(const mkg_bench_problem *p, const mkg_bench_set *s)
 {
     mkg_layer_desc l;
@@ -408,6 +414,11 @@ static mkg_layer_desc mkg_bench_layer_of(const mkg_bench_problem *p, const mkg_b
     l.mode = MKG_MODE_INVARIANT;
     l.kc = p->kc;
     l.deps.flags = p->deps_flags;
+    l.a_block_scales = p->bsa;                  /* NULL unless --block-scales, as mkg_bench_desc */
+    l.ld_a_block_scales = p->m;
+    l.b_block_scales = p->bsb;
+    if (p->bsa)
+        l.a_scale = l.b_scale = 1.0f;
     return l;
 }
 
@@ -437,10 +448,9 @@ static void mkg_bench_table_expect(const mkg_bench_problem *p, const mkg_table *
 static void mkg_bench_tables_create(const mkg_bench_cfg *cfg, mkg_bench_problem *p, const mkg_layer_plan *tuned,
                                     mkg_bench_row *row)
 {
-    /* NOTE: the bench's dispatch kernel runs one-chunk layers only (mkg_dispatch_consume_units_one); a
-     * chunked layer (--kc-policy decode) set its error word and stopped the run before. Layers carry
-     * per-tensor scales only: block-scaled FP8 runs through mkg_gemm_launch. */
-    if (p->bsa || !mkg_bench_dispatch_available() || mkg_chunk_count(p->k, p->kc) > 1) {
+    /* NOTE: a chunked layer (--kc-policy decode or fixed) or a block-scaled one runs in the
+     * chunk-stepping dispatch kernel (bf16 and e4m3 only); the one-chunk kernels report it. */
+    if (!mkg_bench_dispatch_available() || (mkg_bench_chunked(p) && !mkg_bench_dispatch_chunked_available(p->dt))) {
         row->schedule = -1;                  /* not dispatched (or no kernel built): the row reports the oracle */
         return;
     }
@@ -555,8 +565,9 @@ static void mkg_bench_enqueue(const mkg_bench_cfg *cfg, const mkg_bench_problem 
     }
     if (c.kind == MKG_BENCH_DISPATCH) {
         const mkg_table *t = p->table[c.id];
-        MKG_CUDA_CHECK(mkg_bench_dispatch_launch(p->dt, mkg_table_rows(t), mkg_table_count(t), mkg_table_m(t),
-                                                 mkg_table_error(t), set, p->dispatch_grid[c.id], cfg->stream));
+        MKG_CUDA_CHECK(mkg_bench_dispatch_launch(p->dt, mkg_bench_chunked(p), mkg_table_rows(t), mkg_table_count(t),
+                                                 mkg_table_m(t), mkg_table_error(t), set, p->dispatch_grid[c.id],
+                                                 cfg->stream));
         return;
     }
     const float alpha = 1.0f, beta = 0.0f;
@@ -1182,9 +1193,8 @@ void mkg_bench_print_summary(const mkg_bench_row *rows, int count, mkg_dtype dt)
     if (tuned_pick.count > 0)
         mkg_bench_mean_print("tuned vs cuBLASLt, M >= 512 (cublas_best_us / tuned_us)", &big_tuned);
     mkg_bench_mean_print("dispatched vs cuBLASLt, all rows", &all);
-    /* NOTE: such rows (block-scaled fp8, a chunked K under --kc-policy decode: the bench's dispatch
-     * kernel runs one-chunk layers with per-tensor scales) count the oracle's time in both dispatched
-     * lines. */
+    /* NOTE: such rows (a build without the dispatch kernels, or chunked fp16 / tf32 layers, which
+     * have no chunk-stepping kernel in the bench) count the oracle's time in both dispatched lines. */
     if (undispatched > 0)
         printf("  %d of %d rows were not dispatched and count the oracle's time in the dispatched lines\n",
                undispatched, seen);
@@ -1412,7 +1422,15 @@ int mkg_bench_layers_create(const mkg_bench_cfg *cfg, const mkg_bench_shape *sha
             l->m_max = m_max;
             l->mode = MKG_MODE_INVARIANT;
             l->kc = mkg_bench_layer_kc(cfg, s->n, s->k);
+            if (cfg->block_scales && l->in_type == MKG_DTYPE_E4M3) {
+                /* As the rows' layers (mkg_bench_layer_of): block scales, their 128-deep chunk. */
+                l->a_block_scales = l->b_block_scales = (const float *)out->placeholder;
+                l->a_scale = l->b_scale = 1.0f;
+                l->kc = MKG_BLOCK_SCALE_K;
+            }
         }
+    for (int i = 0; i < out->count; ++i)
+        out->layers[i].ld_a_block_scales = out->layers[i].m_max;   /* m_max is final only now */
     int bad = -1;
     mkg_status st = mkg_layers_validate(out->layers, out->count, &bad);
     if (st == MKG_OK) {

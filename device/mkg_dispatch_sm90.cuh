@@ -5,8 +5,10 @@
  * Every thread that takes part (the producer thread and all consumer threads) calls
  * mkg_dispatch_pick with the same arguments and gets the same answer, so on a bad
  * entry all of them skip the layer together; the first error is kept in the error
- * word as (layer + 1) << 8 | mkg_dispatch_error. The dispatcher runs layers of one
- * K chunk (the planner's choice today); a chunked layer is reported, not run.
+ * word as (layer + 1) << 8 | mkg_dispatch_error. A one-chunk dispatcher (CHUNKS = 0) runs
+ * layers of one K chunk (the planner's choice for per-tensor layers) and reports a chunked or
+ * block-scaled layer; a chunk-stepping one (CHUNKS = 1: mkg_dispatch_consume_chunked, the
+ * megakernel's loop) runs both, on the rows that fold chunks.
  * A one-GEMM dispatch kernel may be compiled for plain stores of one output type (OT >= 0,
  * as the shipped kernel's MKG_KV_STORE variant): its consumers then hold only that epilogue,
  * and a layer with any other epilogue, output type or dependency signal is reported as
@@ -98,6 +100,7 @@ static __device__ __forceinline__ int mkg_dispatch_pick(const mkg_layer_dev *row
     const int in_type = r->params.in_type, k = r->params.k, kc = r->params.kc;
     const int epilogue = r->params.epilogue, c_type = r->params.c_type;
     const bool signals = r->params.deps.done != nullptr;
+    const bool bscaled = r->params.a_bscales != nullptr;
     *m = m_cur[layer];
     if (!planned)
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_NOT_PLANNED);
@@ -105,7 +108,9 @@ static __device__ __forceinline__ int mkg_dispatch_pick(const mkg_layer_dev *row
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_M_RANGE);
     if (in_type != DT)
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_BAD_DTYPE);
-    if (!CHUNKS && mkg_chunk_count(k, kc) > 1)
+    // NOTE: block scales are applied per K chunk by the chunk-stepping consumers only; a
+    // one-chunk consumer would ignore them (mkg_gemm_desc), even on a layer of one 128-deep chunk.
+    if (!CHUNKS && (mkg_chunk_count(k, kc) > 1 || bscaled))
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_CHUNKED);
     if (OT >= 0 && (epilogue != MKG_EPI_STORE || signals || c_type != OT))
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_NOT_PLAIN);
@@ -159,9 +164,9 @@ static __device__ __forceinline__ int mkg_dispatch_units(const mkg_gemm_params *
     return mkg_dispatch_units_of<ONE>(s, m, p->n, p->k, p->kc, &tiles_m);
 }
 
-// Lanes of the warp pick: lane 0 loads M, lanes 1..MKG_PICK_SCHED - 1 one field each, lanes
-// MKG_PICK_SCHED.. the schedule bytes, four per lane.
-#define MKG_PICK_SCHED 12
+// Lanes of the warp pick: lane 0 loads M, lanes 1..MKG_PICK_SCHED - 1 one field each (a pointer
+// is two lanes), lanes MKG_PICK_SCHED.. the schedule bytes, four per lane.
+#define MKG_PICK_SCHED 14
 static_assert(MKG_PICK_SCHED + (MKG_MAX_BUCKETS + 3) / 4 <= 32, "the warp pick loads one word per lane");
 static_assert(offsetof(mkg_layer_dev, schedule) % 4 == 0 && sizeof(mkg_layer_dev) % 4 == 0,
               "schedule bytes are read as whole words inside the row");
@@ -180,6 +185,7 @@ static __device__ __forceinline__ void mkg_dispatch_pick_warp(const mkg_layer_de
     } else {
         constexpr size_t P = offsetof(mkg_layer_dev, params);
         constexpr size_t DONE = P + offsetof(mkg_gemm_params, deps) + offsetof(mkg_gemm_deps, done);
+        constexpr size_t BSA = P + offsetof(mkg_gemm_params, a_bscales);
         const size_t off = lane == 1    ? offsetof(mkg_layer_dev, planned)
                            : lane == 2  ? offsetof(mkg_layer_dev, m_max)
                            : lane == 3  ? offsetof(mkg_layer_dev, buckets)
@@ -191,6 +197,8 @@ static __device__ __forceinline__ void mkg_dispatch_pick_warp(const mkg_layer_de
                            : lane == 9  ? P + offsetof(mkg_gemm_params, n)
                            : lane == 10 ? DONE
                            : lane == 11 ? DONE + 4
+                           : lane == 12 ? BSA
+                           : lane == 13 ? BSA + 4
                                         : offsetof(mkg_layer_dev, schedule) + 4 * (size_t)(lane - MKG_PICK_SCHED);
         const unsigned int *src = lane == 0 ? (const unsigned int *)(m_cur + layer)
                                             : (const unsigned int *)((const char *)(rows + layer) + off);
@@ -203,6 +211,7 @@ static __device__ __forceinline__ void mkg_dispatch_pick_warp(const mkg_layer_de
         const int epilogue = (int)__shfl_sync(all, v, 7), c_type = (int)__shfl_sync(all, v, 8);
         const int n = (int)__shfl_sync(all, v, 9);
         const bool signals = (__shfl_sync(all, v, 10) | __shfl_sync(all, v, 11)) != 0u;
+        const bool bscaled = (__shfl_sync(all, v, 12) | __shfl_sync(all, v, 13)) != 0u;
         const int b = mkg_bucket_of(m);
         const int bi = min(max(b, 0), MKG_MAX_BUCKETS - 1);
         const int sb = (int)((__shfl_sync(all, v, MKG_PICK_SCHED + bi / 4) >> (8 * (bi % 4))) & 0xFFu);
@@ -213,7 +222,7 @@ static __device__ __forceinline__ void mkg_dispatch_pick_warp(const mkg_layer_de
             why = MKG_DISPATCH_M_RANGE;
         else if (in_type != DT)
             why = MKG_DISPATCH_BAD_DTYPE;
-        else if (!CHUNKS && mkg_chunk_count(k, kc) > 1)
+        else if (!CHUNKS && (mkg_chunk_count(k, kc) > 1 || bscaled))
             why = MKG_DISPATCH_CHUNKED;
         else if (OT >= 0 && (epilogue != MKG_EPI_STORE || signals || c_type != OT))
             why = MKG_DISPATCH_NOT_PLAIN;
@@ -472,16 +481,17 @@ static __device__ __forceinline__ void mkg_dispatch_consume_step(const mkg_gemm_
     }
 }
 
-// Consumer warpgroup wg of a persistent megakernel task: units u0, u0 + stride, ... < units of
-// schedule s, each as its chunk steps in one flat loop (see mkg_gemm_consume_step), and
-// on_unit(u) after each unit's last step (e.g. a timeline stamp). The switch sits outside
-// the loop, so only the picked row's accumulators (WN / 2 floats of d and of the fold) are
-// live in it; with caller-owned arrays sized for the widest row, as before, the megakernel
-// kept MKG_CHUNKED_MAX_WN floats live through every task's loop.
-template <int DT, int TM, int TN, int TK, int ST, int SWAP, int SPLIT, int KH, class F>
+// Consumer warpgroup wg of a chunk-stepping caller (a CHUNKS = 1 pick): units u0, u0 + stride, ...
+// < units of schedule s, each as its chunk steps in one flat loop (see mkg_gemm_consume_step), block
+// scales applied per chunk where the layer has them. The switch sits outside the loop, so only the
+// picked row's accumulators (WN / 2 floats of d and of the fold) are live in it; with caller-owned
+// arrays sized for the widest row, as before, the megakernel kept MKG_CHUNKED_MAX_WN floats live
+// through every task's loop. HOOK: (*on_unit)(u) runs after each unit's last step (the megakernel's
+// timeline stamp); without it on_unit is not touched.
+template <int DT, int TM, int TN, int TK, int ST, int SWAP, int SPLIT, int KH, bool HOOK, class F>
 static __device__ __forceinline__ void mkg_dispatch_consume_loop(const mkg_gemm_params *p, int m, int u, int stride,
                                                                  int units, int raster, int group, mkg_ring *r,
-                                                                 const mkg_smem *sm, int wg, F &on_unit)
+                                                                 const mkg_smem *sm, int wg, F *on_unit)
 {
     constexpr int H = mkg_shape<TM, TN, TK, ST, SWAP>::WN / 2;
     float d[H], tot[H];
@@ -502,7 +512,8 @@ static __device__ __forceinline__ void mkg_dispatch_consume_loop(const mkg_gemm_
         mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, false, -1, KH>(p, m, u, c, raster, group, SPLIT, r,
                                                                               sm, wg, d, tot);
         if (++c == c_end) {
-            on_unit(u);
+            if constexpr (HOOK)
+                (*on_unit)(u);
             u += stride;
             if (u < units) {
                 mkg_unit_chunk_range(p, u, SPLIT, &c, &c_end);
@@ -513,23 +524,43 @@ static __device__ __forceinline__ void mkg_dispatch_consume_loop(const mkg_gemm_
     }
 }
 
-template <int DT, class F>
-static __device__ __forceinline__ void mkg_dispatch_consume_units(const mkg_gemm_params *p, int s, int m, int u0,
-                                                                  int stride, int units, mkg_ring *r,
-                                                                  const mkg_smem *sm, int wg, F on_unit)
+template <int DT, bool HOOK, class F>
+static __device__ __forceinline__ void mkg_dispatch_consume_switch(const mkg_gemm_params *p, int s, int m, int u0,
+                                                                   int stride, int units, mkg_ring *r,
+                                                                   const mkg_smem *sm, int wg, F *on_unit)
 {
     switch (s) {
 #define MKG_X_LOOP(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                       \
     case MKG_SCHED_##name:                                                                                  \
         if constexpr (mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap>::CHUNKED && mkg_dispatch_row(cl, pp, tm, tn, st) && \
                       !pp)                                                                                       \
-            mkg_dispatch_consume_loop<DT, tm, tn, mkg_dispatch_sub(DT), st, swap, split, tk / 64>(                \
+            mkg_dispatch_consume_loop<DT, tm, tn, mkg_dispatch_sub(DT), st, swap, split, tk / 64, HOOK>(          \
                 p, m, u0, stride, units, raster, group, r, sm, wg, on_unit);                                    \
         break;
         MKG_SCHEDULE_LIST(MKG_X_LOOP)
 #undef MKG_X_LOOP
     default: break;
     }
+}
+
+// The chunk-stepping consumer loop with on_unit(u) after each unit (a persistent megakernel task).
+template <int DT, class F>
+static __device__ __forceinline__ void mkg_dispatch_consume_units(const mkg_gemm_params *p, int s, int m, int u0,
+                                                                  int stride, int units, mkg_ring *r,
+                                                                  const mkg_smem *sm, int wg, F on_unit)
+{
+    mkg_dispatch_consume_switch<DT, true>(p, s, m, u0, stride, units, r, sm, wg, &on_unit);
+}
+
+// The same without a per-unit hook: the consumers of a one-layer or test kernel whose pick has
+// CHUNKS = 1 (chunked or block-scaled layers). The producer runs mkg_dispatch_produce<DT> (ONE =
+// false) over the same units.
+template <int DT>
+static __device__ __forceinline__ void mkg_dispatch_consume_chunked(const mkg_gemm_params *p, int s, int m, int u0,
+                                                                    int stride, int units, mkg_ring *r,
+                                                                    const mkg_smem *sm, int wg)
+{
+    mkg_dispatch_consume_switch<DT, false, int>(p, s, m, u0, stride, units, r, sm, wg, nullptr);
 }
 
 // Split count of schedule s (the SPLIT column).

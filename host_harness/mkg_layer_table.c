@@ -7,11 +7,12 @@
  *   gpu <device name>
  *   sms <multiprocessors>
  *   layers <count>
- *   layer <i> n <N> k <K> in <dtype> out <dtype> kc <KC> mmax <m_max> buckets <B>
+ *   layer <i> n <N> k <K> in <dtype> out <dtype> kc <KC> mmax <m_max> bscales <0|1> buckets <B>
  *   <schedule name of bucket 0> ... <schedule name of bucket B-1>     (one per line)
  *   checksum <16 hex digits of FNV-1a 64>
  * Loading checks every field against the caller's GPU and layer list and only then
- * writes the plans, so a bad file leaves the cost-model plans in place.
+ * writes the plans, so a bad file leaves the cost-model plans in place. Format 2 added
+ * bscales (1: the layer has e4m3 block scales); a format-1 file reads as another version.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -22,12 +23,14 @@
 #include "mkg_plan.h"
 #include "mkgemm.h"
 
-#define MKG_TABLE_FORMAT 1
+#define MKG_TABLE_FORMAT 2
 #define MKG_TABLE_MAX_BYTES (16u << 20)
 
-static int mkg_effective_kc(const mkg_layer_desc *l, int sms)
+int mkg_layer_kc(const mkg_layer_desc *l, int sms)
 {
-    return l->kc > 0 ? l->kc : mkg_plan_kc(l->n, l->k, sms);
+    if (l->kc > 0)
+        return l->kc;
+    return l->a_block_scales ? MKG_BLOCK_SCALE_K : mkg_plan_kc(l->n, l->k, sms);
 }
 
 mkg_gemm_desc mkg_layer_gemm_desc(const mkg_layer_desc *l, int m, int kc)
@@ -49,9 +52,13 @@ mkg_gemm_desc mkg_layer_gemm_desc(const mkg_layer_desc *l, int m, int kc)
     d.aux = l->aux;
     d.ld_aux = l->ld_aux;
     d.deps = l->deps;
-    d.kc = kc;
+    /* NOTE: kc 0 is one chunk, except with block scales, whose 128-deep K block is the chunk. */
+    d.kc = kc == 0 && l->a_block_scales ? MKG_BLOCK_SCALE_K : kc;
     d.a_scale = l->a_scale;
     d.b_scale = l->b_scale;
+    d.a_block_scales = l->a_block_scales;
+    d.ld_a_block_scales = l->ld_a_block_scales;
+    d.b_block_scales = l->b_block_scales;
     return d;
 }
 
@@ -69,8 +76,8 @@ mkg_status mkg_layers_validate(const mkg_layer_desc *layers, int count, int *bad
         else if ((int)l->mode < 0 || l->mode >= MKG_MODE_COUNT)
             st = MKG_ERR_BAD_MODE;
         else {
-            /* Every input dtype of mkg_gemm_validate, e4m3 with its per-tensor scales checked there
-             * (a layer has no block scales: block-scaled FP8 runs through mkg_gemm_launch). */
+            /* Every input dtype of mkg_gemm_validate, e4m3 with its per-tensor or block scales checked
+             * there (ld_a_block_scales against m_max). */
             const mkg_gemm_desc d = mkg_layer_gemm_desc(l, l->m_max, l->kc);
             st = mkg_gemm_validate(&d);
         }
@@ -95,7 +102,7 @@ mkg_status mkg_layers_plan(const mkg_cost_model *cm, const mkg_layer_desc *layer
     for (int i = 0; i < count; ++i) {
         mkg_layer_plan p;
         memset(&p, 0, sizeof p);
-        p.kc = mkg_effective_kc(&layers[i], g->sms);
+        p.kc = mkg_layer_kc(&layers[i], g->sms);
         p.buckets = mkg_bucket_count(layers[i].m_max);
         for (int b = 0; b < p.buckets; ++b) {
             /* NOTE: plan at the bucket's largest M (capped at m_max): the slowest step it covers. */
@@ -136,8 +143,9 @@ mkg_status mkg_table_save(const char *path, const mkg_gpu_info *g, const mkg_lay
             MKG_VERSION_STRING, g->name, g->sms, count);
     for (int i = 0; i < count; ++i) {
         const mkg_layer_desc *l = &layers[i];
-        MKG_PUT("layer %d n %d k %d in %s out %s kc %d mmax %d buckets %d\n", i, l->n, l->k,
-                mkg_dtype_name(l->in_type), mkg_dtype_name(l->c_type), plans[i].kc, l->m_max, plans[i].buckets);
+        MKG_PUT("layer %d n %d k %d in %s out %s kc %d mmax %d bscales %d buckets %d\n", i, l->n, l->k,
+                mkg_dtype_name(l->in_type), mkg_dtype_name(l->c_type), plans[i].kc, l->m_max,
+                l->a_block_scales != NULL, plans[i].buckets);
         for (int b = 0; b < plans[i].buckets; ++b) {
             const mkg_schedule_info *s = mkg_schedule_get(plans[i].schedule[b]);
             MKG_PUT("%s\n", s ? s->name : "?");
@@ -201,15 +209,16 @@ static mkg_status mkg_table_parse(const char *text, size_t body, const mkg_gpu_i
     if (n_layers != count)
         return MKG_ERR_TABLE_LAYER;
     for (int i = 0; i < count; ++i) {
-        int idx, n, k, kc, mmax, buckets;
+        int idx, n, k, kc, mmax, bscales, buckets;
         char in[16], o[16];
         if (!mkg_next_line(text, body, &pos, line, sizeof line) ||
-            sscanf(line, "layer %d n %d k %d in %15s out %15s kc %d mmax %d buckets %d", &idx, &n, &k, in, o, &kc,
-                   &mmax, &buckets) != 8 || idx != i)
+            sscanf(line, "layer %d n %d k %d in %15s out %15s kc %d mmax %d bscales %d buckets %d", &idx, &n, &k, in,
+                   o, &kc, &mmax, &bscales, &buckets) != 9 || idx != i || (bscales != 0 && bscales != 1))
             return MKG_ERR_TABLE_CORRUPT;
         const mkg_layer_desc *l = &layers[i];
         if (n != l->n || k != l->k || strcmp(in, mkg_dtype_name(l->in_type)) != 0 ||
-            strcmp(o, mkg_dtype_name(l->c_type)) != 0 || kc != mkg_effective_kc(l, g->sms) || mmax != l->m_max)
+            strcmp(o, mkg_dtype_name(l->c_type)) != 0 || kc != mkg_layer_kc(l, g->sms) || mmax != l->m_max ||
+            bscales != (l->a_block_scales != NULL))
             return MKG_ERR_TABLE_LAYER;
         if (buckets != mkg_bucket_count(l->m_max))
             return MKG_ERR_TABLE_CORRUPT;

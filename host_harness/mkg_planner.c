@@ -13,6 +13,9 @@
  *   t_compute = waves * t_unit                       (padding waste and last-wave fill included)
  *   t_memory  = DRAM bytes / dram_tbps, with A or B re-read once per raster band when it does
  *               not fit in L2 (the band of GROUP tiles keeps the other operand resident)
+ *   t_memory  += split rows: every chunk's FP32 partial written and read back once (the fold
+ *               must add them in chunk order, so a split unit cannot pre-sum its chunks), at
+ *               L2 bandwidth when they fit in L2, else at DRAM bandwidth
  *   t         = (t_compute^p + t_memory^p)^(1/p) + launch + split overhead
  *               (a soft maximum: at decode every schedule is DRAM-bound, and the one that
  *               streams with fewer bytes per unit and more in flight still measures faster)
@@ -146,6 +149,14 @@ static int mkg_cost_eval(const mkg_cost_model *cm, int s, int m, int n, int k, i
     t->t_unit = t_busy + (i->pingpong ? 0.0 : t_epi) + cm->unit_us;
     t->t_compute = t->waves * t->t_unit + (i->pingpong ? t_epi : 0.0);
     t->t_memory = mkg_dram_bytes(cm, i, m, n, k, out) / (cm->dram_tbps * 1e6);
+    if (splits > 1) {
+        /* NOTE: a tile's partials are TM x TN floats per chunk (mkg_schedule_workspace_bytes). With
+         * many chunks they dwarf the operands: block-scaled FP8 (kc = 128) on 1B down at M = 512
+         * stores 268 MB in m128n128 sk4, measured 264 us against 47 us unsplit (v23's run). */
+        const double part = (double)mkg_ceil_div(m, i->tile_m) * mkg_ceil_div(n, i->tile_n) * chunks * i->tile_m *
+                            i->tile_n * 4.0;
+        t->t_memory += 2.0 * part / ((part <= cm->l2_mb * 1e6 ? cm->l2_tbps : cm->dram_tbps) * 1e6);
+    }
     const double t_split = splits > 1 ? cm->split_us * splits : 0.0;
     const double p = cm->overlap_p;
     t->t_total = pow(pow(t->t_compute, p) + pow(t->t_memory, p), 1.0 / p) + cm->launch_us + t_split;
@@ -157,11 +168,6 @@ double mkg_cost_predict_us(const mkg_cost_model *cm, int s, int m, int n, int k,
 {
     mkg_cost_terms t;
     return mkg_cost_eval(cm, s, m, n, k, kc, in, out, sms, &t) ? t.t_total : -1.0;
-}
-
-static int mkg_layer_kc(const mkg_layer_desc *l, int sms)
-{
-    return l->kc > 0 ? l->kc : mkg_plan_kc(l->n, l->k, sms);
 }
 
 int mkg_plan_eligible(const mkg_layer_desc *l, int s)

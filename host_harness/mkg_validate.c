@@ -63,7 +63,7 @@ mkg_status mkg_gemm_validate(const mkg_gemm_desc *d)
     if (d->a_block_scales || d->b_block_scales) {
         if (d->a_type != MKG_DTYPE_E4M3 || !d->a_block_scales || !d->b_block_scales ||
             ((uintptr_t)d->a_block_scales & 3u) != 0 || ((uintptr_t)d->b_block_scales & 3u) != 0 ||
-            d->ld_a_block_scales < d->m || d->ld_a_block_scales > MKG_INT_MAX || d->kc != 128)
+            d->ld_a_block_scales < d->m || d->ld_a_block_scales > MKG_INT_MAX || d->kc != MKG_BLOCK_SCALE_K)
             return MKG_ERR_BAD_BLOCK_SCALES;
         /* NOTE: the consumers read the scales (ld.global.nc) at the start of each chunk, not
          * after the producer's dependency wait, so scales written by an upstream task could be

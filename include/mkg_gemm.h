@@ -75,6 +75,10 @@ typedef struct mkg_gemm_deps {
     (MKG_DEPS_L2_TAIL | MKG_DEPS_B_EVICT_FIRST | MKG_DEPS_A_MAP_PREFETCH | MKG_DEPS_L2_DEFAULT |             \
      MKG_DEPS_READY_IN_ORDER | (0xffu << MKG_DEPS_PRE_SHIFT) | (0xffu << MKG_DEPS_TAIL_SHIFT))
 
+/** Depth of an fp8 block scale's K block (mkg_gemm_desc::a_block_scales), which is also the
+ *  canonical K chunk of a block-scaled GEMM. */
+#define MKG_BLOCK_SCALE_K 128
+
 /** A GEMM as the caller describes it. Leading dimensions are in elements. */
 typedef struct mkg_gemm_desc {
     int m, n, k;

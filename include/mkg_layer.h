@@ -43,10 +43,18 @@ typedef struct mkg_layer_desc {
     mkg_gemm_deps deps;         /**< megakernel dependencies (zero: none) */
     int m_max;                  /**< largest M any step will run */
     mkg_mode mode;
-    int kc;                     /**< canonical K chunk; 0: the planner's (mkg_plan_kc) */
+    int kc;                     /**< canonical K chunk; 0: the planner's (mkg_layer_kc) */
     float a_scale, b_scale;     /**< e4m3 inputs: per-tensor dequantisation scales, finite and nonzero, as in
-                                     mkg_gemm_desc (C = epilogue(a_scale * b_scale * A . B^T)); ignored otherwise.
-                                     Block-scaled FP8 runs through mkg_gemm_launch only. */
+                                     mkg_gemm_desc (C = epilogue(a_scale * b_scale * A . B^T)); ignored otherwise */
+    /** e4m3 block scales (both NULL: none), as in mkg_gemm_desc: 1 x 128 activation scales,
+     *  float [ceil(K / 128)][ld_a_block_scales] with ld_a_block_scales >= m_max, and 128 x 128
+     *  weight scales, float [ceil(N / 128)][ceil(K / 128)]. The K block is the canonical chunk:
+     *  kc is 128 (0 means 128 here). Such a layer runs only where device code steps through K
+     *  chunks (a CHUNKS = 1 pick: mkg_dispatch_consume_chunked, the megakernel's loop); a
+     *  one-chunk dispatcher reports it (MKG_DISPATCH_CHUNKED) and skips it. */
+    const float *a_block_scales;
+    long long ld_a_block_scales;
+    const float *b_block_scales;
 } mkg_layer_desc;
 
 // ---- M buckets ------------------------------------------------------------------------
@@ -118,6 +126,10 @@ mkg_cost_model mkg_cost_model_h200(void);
 double mkg_cost_predict_us(const mkg_cost_model *cm, int s, int m, int n, int k, int kc, mkg_dtype in, mkg_dtype out,
                            int sms);
 
+/** The layer's canonical K chunk: l->kc when set, else 128 for a block-scaled layer, else the
+ *  planner's choice from N and K (mkg_plan_kc; never from M). */
+int mkg_layer_kc(const mkg_layer_desc *l, int sms);
+
 /** Eligible: s runs this layer at M (dtype, chunk fold) and, in invariant mode, the
  *  determinism contract covers it (every row today: all are bitwise identical). */
 int mkg_plan_eligible(const mkg_layer_desc *l, int s);
@@ -139,7 +151,8 @@ typedef struct mkg_layer_plan {
     unsigned char schedule[MKG_MAX_BUCKETS];
 } mkg_layer_plan;
 
-/** The layer as a GEMM descriptor of m rows with chunk kc (no workspace). */
+/** The layer as a GEMM descriptor of m rows with chunk kc (no workspace; kc 0 with block
+ *  scales: MKG_BLOCK_SCALE_K). */
 mkg_gemm_desc mkg_layer_gemm_desc(const mkg_layer_desc *l, int m, int kc);
 
 /** Validates every layer; *bad gets the first bad layer's index (-1 if none). */
@@ -178,7 +191,8 @@ typedef enum mkg_dispatch_error {
     MKG_DISPATCH_M_RANGE = 3,               /* current M < 1 or > m_max */
     MKG_DISPATCH_BAD_SCHEDULE = 4,          /* bucket holds no schedule of this build */
     MKG_DISPATCH_BAD_DTYPE = 5,             /* the kernel was built for another input dtype */
-    MKG_DISPATCH_CHUNKED = 6,               /* more than one K chunk: the dispatcher runs one-chunk layers */
+    MKG_DISPATCH_CHUNKED = 6,               /* more than one K chunk, or block scales: the dispatcher runs
+                                               one-chunk layers (its pick has CHUNKS = 0) */
     MKG_DISPATCH_NOT_PLAIN = 7              /* a kernel compiled for plain stores of one output type met a layer
                                                with another epilogue, output type or a dependency signal */
 } mkg_dispatch_error;

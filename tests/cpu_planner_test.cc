@@ -205,3 +205,71 @@ TEST(Planner, PicksEligibleSchedulesForTf32AndE4m3Layers)
         EXPECT_NE(std::string(buf).find("<- chosen"), std::string::npos) << mkg_dtype_name(in);
     }
 }
+
+// A block-scaled e4m3 layer: its chunk is the 128-deep scale block whatever K is (never from M),
+// and every pick folds chunks (wgmma N <= MKG_CHUNKED_MAX_WN, no ping-pong) and is eligible; the
+// 128-deep rows (two 128-element e4m3 sub-tiles per stage) cannot take a one-row chunk.
+TEST(Planner, BlockScaledE4m3LayersTakeChunkFoldingRowsOnly)
+{
+    const mkg_cost_model cm = mkg_cost_model_h200();
+    const mkg_gpu_info g = h200();
+    for (const int k : {2048, 7168}) {
+        mkg_layer_desc l = layer(4096, k, 0, MKG_DTYPE_E4M3);
+        l.a_block_scales = l.b_block_scales = reinterpret_cast<const float *>(0x40000);
+        l.ld_a_block_scales = l.m_max;
+        ASSERT_EQ(mkg_layers_validate(&l, 1, nullptr), MKG_OK) << "K=" << k;
+        EXPECT_EQ(mkg_layer_kc(&l, g.sms), MKG_BLOCK_SCALE_K);
+        mkg_layer_desc lk = l;
+        lk.kc = MKG_BLOCK_SCALE_K;
+        for (int m = 1; m <= 8192; m *= 2) {
+            int s = -1;
+            ASSERT_EQ(mkg_plan_pick(&cm, &l, &g, m, &s), MKG_OK) << "K=" << k << " M=" << m;
+            const mkg_schedule_info *i = mkg_schedule_get(s);
+            EXPECT_TRUE(mkg_plan_eligible(&lk, s)) << i->name;
+            EXPECT_LE(mkg_schedule_wgmma_n(s), MKG_CHUNKED_MAX_WN) << i->name << " M=" << m;
+            EXPECT_EQ(i->pingpong, 0) << i->name;
+            EXPECT_EQ(i->tile_k, 64) << i->name;
+        }
+        // The same layer with per-tensor scales and one chunk may take the wide and ping-pong rows.
+        const mkg_layer_desc one = layer(4096, k, 0, MKG_DTYPE_E4M3);
+        int s = -1;
+        ASSERT_EQ(mkg_plan_pick(&cm, &one, &g, 8192, &s), MKG_OK);
+        EXPECT_TRUE(mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || mkg_schedule_get(s)->pingpong)
+            << "at M = 8192 the one-chunk pick is a wide or ping-pong row (else the check above proves nothing): "
+            << mkg_schedule_get(s)->name;
+        char buf[16384];
+        ASSERT_GT(mkg_plan_explain(&cm, &l, &g, 512, buf, sizeof buf), 0);
+        EXPECT_NE(std::string(buf).find("kc=128"), std::string::npos) << buf;
+    }
+}
+
+// A split row stores every K chunk's FP32 partial (TM x TN floats per tile and chunk) and its fold
+// reads them back: the model must charge that traffic. Block-scaled e4m3 1B down (N 2048, K 8192,
+// kc = 128: 64 chunks) at M = 512 stores 268 MB of partials in m128n128 sk4, measured 264 us
+// against 47 us for the unsplit m128n64 (bench/results/gemm_e4m3_block_v23.json); at decode, where
+// the partials of a few chunks fit in L2, splitting stays the model's choice.
+TEST(CostModel, SplitRowsPayForTheirChunkPartials)
+{
+    const mkg_cost_model cm = mkg_cost_model_h200();
+    const mkg_gpu_info g = h200();
+    const int sk4 = mkg_schedule_find("m128n128k64_s6_rn_g8_sk4"), one = mkg_schedule_find("m128n128k64_s6_rn_g8");
+    ASSERT_GE(sk4, 0);
+    ASSERT_GE(one, 0);
+    const double split = mkg_cost_predict_us(&cm, sk4, 512, 2048, 8192, 128, MKG_DTYPE_E4M3, MKG_DTYPE_BF16, 132);
+    const double whole = mkg_cost_predict_us(&cm, one, 512, 2048, 8192, 128, MKG_DTYPE_E4M3, MKG_DTYPE_BF16, 132);
+    EXPECT_GT(split, 2.0 * whole) << "268 MB of partials written and read back";
+    mkg_layer_desc l = layer(2048, 8192, 0, MKG_DTYPE_E4M3);
+    l.a_block_scales = l.b_block_scales = reinterpret_cast<const float *>(0x40000);
+    l.ld_a_block_scales = l.m_max;
+    for (int m : {256, 512, 1024, 8192}) {
+        int s = -1;
+        ASSERT_EQ(mkg_plan_pick(&cm, &l, &g, m, &s), MKG_OK);
+        EXPECT_EQ(mkg_schedule_get(s)->split, 1) << mkg_schedule_get(s)->name << " M=" << m;
+    }
+    // Decode with the decode chunk policy (1B down: four chunks of 2048): a split row still wins.
+    const mkg_layer_desc d = layer(2048, 8192, mkg_plan_kc_decode(2048, 8192, g.sms));
+    ASSERT_LT(d.kc, d.k);
+    int s = -1;
+    ASSERT_EQ(mkg_plan_pick(&cm, &d, &g, 1, &s), MKG_OK);
+    EXPECT_GT(mkg_schedule_get(s)->split, 1) << mkg_schedule_get(s)->name;
+}

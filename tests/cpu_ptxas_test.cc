@@ -7,6 +7,10 @@
 // kernel (tests/mkg_dispatch_test_kernel.cu, the README's dispatch example) spills 8 bytes
 // since v53: its consumer region sits at the 232-register setmaxnreg cap on the wide rows'
 // run-time epilogues, and four more switch cases tipped it (bench/NOTES.md, v53).
+// And a bounded stack for the chunk-stepping form of that test kernel (tests/
+// mkg_dispatch_test_kernel_chunked.cu, v86): its loop over several layers per launch keeps a few
+// more registers live across the switch of chunk-folding rows than the bench's one-layer
+// chunk-stepping kernel (bench/mkg_bench_dispatch_chunked.cu), which is held to no spills here.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -38,6 +42,11 @@ constexpr int kMegakernelStackBytes = 512;
 constexpr const char *kDispatchRuntimeEpilogue = "mkg_dispatch_test_kernelILi0ELin1E";
 constexpr const char *kDispatchRuntimeEpilogueSpill = "8 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads";
 constexpr const char *kDispatchRuntimeEpilogueWarning = "', 8 bytes spill stores, 4 bytes spill loads";
+
+// The chunk-stepping dispatch test kernels (any input dtype, run-time epilogue, CHUNKS = 1) and
+// the stack they are allowed today (e4m3: 632 bytes, bf16: 8).
+constexpr const char *kDispatchChunkedTest = "ELin1ELi1EEvPK13mkg_layer_deviPKiPjS4_i";
+constexpr int kDispatchChunkedTestStackBytes = 640;
 
 std::string trimmed(const std::string &s)
 {
@@ -73,6 +82,12 @@ TEST(Ptxas, NoSpillsNoStackNoWgmmaSerialization)
                 if (function.find(kDispatchRuntimeEpilogue) != std::string::npos &&
                     trimmed(line) == kDispatchRuntimeEpilogueSpill)
                     continue;
+                if (function.find("mkg_dispatch_test_kernel") != std::string::npos &&
+                    function.find(kDispatchChunkedTest) != std::string::npos) {
+                    const int stack = std::stoi(line.substr(line.find_first_of("0123456789")));
+                    EXPECT_LE(stack, kDispatchChunkedTestStackBytes) << path << ": " << line;
+                    continue;
+                }
                 EXPECT_NE(line.find("0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"),
                           std::string::npos)
                     << path << ": " << line;

@@ -48,8 +48,21 @@ std::vector<mkg_layer_desc> layers()
     tf32.in_type = tf32.c_type = MKG_DTYPE_FP32;
     tf32.lda = tf32.ldb = tf32.ldc = 1024;
     v.push_back(tf32);
+    // A block-scaled e4m3 layer (1 x 128 and 128 x 128 scales; kc 0 means their 128-deep block).
+    mkg_layer_desc fp8b = v[4];
+    fp8b.n = 2048;
+    fp8b.ldc = 2048;
+    fp8b.m_max = 512;
+    fp8b.a_scale = fp8b.b_scale = 1.0f;
+    fp8b.a_block_scales = reinterpret_cast<const float *>(0x40000);
+    fp8b.ld_a_block_scales = 512;
+    fp8b.b_block_scales = reinterpret_cast<const float *>(0x50000);
+    v.push_back(fp8b);
     return v;
 }
+
+// Index of the block-scaled layer in layers().
+constexpr int kBlockScaled = 6;
 
 mkg_gpu_info h200()
 {
@@ -130,11 +143,18 @@ TEST_F(Table, PlansCoverEveryBucketWithEligibleSchedules)
 {
     for (size_t i = 0; i < ls_.size(); ++i) {
         EXPECT_EQ(plans_[i].buckets, mkg_bucket_count(ls_[i].m_max));
-        EXPECT_EQ(plans_[i].kc, mkg_plan_kc(ls_[i].n, ls_[i].k, g_.sms));
+        EXPECT_EQ(plans_[i].kc, ls_[i].a_block_scales ? MKG_BLOCK_SCALE_K : mkg_plan_kc(ls_[i].n, ls_[i].k, g_.sms));
+        EXPECT_EQ(plans_[i].kc, mkg_layer_kc(&ls_[i], g_.sms));
         mkg_layer_desc lk = ls_[i];
         lk.kc = plans_[i].kc;
         for (int b = 0; b < plans_[i].buckets; ++b)
             EXPECT_TRUE(mkg_plan_eligible(&lk, plans_[i].schedule[b])) << "layer " << i << " bucket " << b;
+    }
+    // The block-scaled layer's picks fold its 32 chunks: chunk-capable rows only.
+    for (int b = 0; b < plans_[kBlockScaled].buckets; ++b) {
+        const int s = plans_[kBlockScaled].schedule[b];
+        EXPECT_LE(mkg_schedule_wgmma_n(s), MKG_CHUNKED_MAX_WN) << mkg_schedule_get(s)->name;
+        EXPECT_EQ(mkg_schedule_get(s)->pingpong, 0) << mkg_schedule_get(s)->name;
     }
 }
 
@@ -169,11 +189,17 @@ TEST_F(Table, CorruptBytesFailTheChecksum)
 
 TEST_F(Table, SignedButMalformedContentIsCorrupt)
 {
-    std::string text = slurp(path_);
+    const std::string saved = slurp(path_);             // expect_load overwrites the file
+    std::string text = saved;
     const size_t at = text.find("m1");
     text.replace(at, 4, "zzzz");                           // an unknown schedule name, correctly signed
     expect_load(resign(text), MKG_ERR_TABLE_CORRUPT);
     expect_load(resign("mkgemm-schedule-table one\nchecksum 0\n"), MKG_ERR_TABLE_CORRUPT);
+    text = saved;
+    const size_t flag = text.find(" bscales 1 ");
+    ASSERT_NE(flag, std::string::npos) << "the block-scaled layer's line";
+    text.replace(flag, 11, " bscales 2 ");                 // neither 0 nor 1
+    expect_load(resign(text), MKG_ERR_TABLE_CORRUPT);
 }
 
 TEST_F(Table, TruncatedFiles)
@@ -201,7 +227,13 @@ TEST_F(Table, AnotherLibraryOrFormatVersion)
     other.replace(other.find(MKG_VERSION_STRING), strlen(MKG_VERSION_STRING), "9.9.9");
     expect_load(resign(other), MKG_ERR_TABLE_VERSION);
     other = text;
-    other.replace(other.find("mkgemm-schedule-table 1"), 23, "mkgemm-schedule-table 2");
+    other.replace(other.find("mkgemm-schedule-table 2"), 23, "mkgemm-schedule-table 3");
+    expect_load(resign(other), MKG_ERR_TABLE_VERSION);
+    // A format-1 file (before the bscales field) is another version, not a corrupt one.
+    other = text;
+    other.replace(other.find("mkgemm-schedule-table 2"), 23, "mkgemm-schedule-table 1");
+    for (size_t at = other.find(" bscales "); at != std::string::npos; at = other.find(" bscales "))
+        other.erase(at, 10);
     expect_load(resign(other), MKG_ERR_TABLE_VERSION);
 }
 
@@ -218,6 +250,13 @@ TEST_F(Table, AnotherLayerList)
     EXPECT_EQ(mkg_table_load(path_.c_str(), &g_, changed.data(), got.data(), static_cast<int>(changed.size())),
               MKG_ERR_TABLE_LAYER);
     EXPECT_EQ(mkg_table_load(path_.c_str(), &g_, ls_.data(), got.data(), static_cast<int>(ls_.size()) - 1),
+              MKG_ERR_TABLE_LAYER);
+    // The same e4m3 layer with per-tensor scales and the same kc (128): only bscales differs.
+    changed = ls_;
+    changed[kBlockScaled].a_block_scales = changed[kBlockScaled].b_block_scales = nullptr;
+    changed[kBlockScaled].kc = MKG_BLOCK_SCALE_K;
+    ASSERT_EQ(mkg_layers_validate(changed.data(), static_cast<int>(changed.size()), nullptr), MKG_OK);
+    EXPECT_EQ(mkg_table_load(path_.c_str(), &g_, changed.data(), got.data(), static_cast<int>(changed.size())),
               MKG_ERR_TABLE_LAYER);
 }
 
@@ -292,6 +331,40 @@ TEST(Layers, EveryBadLayerIsNamedWithItsIndex)
              l->a_scale = l->b_scale = 1.0f;
          },
          MKG_ERR_BAD_OUT_DTYPE},
+        {"block scales on a bf16 layer",
+         [](mkg_layer_desc *l) {
+             l->a_block_scales = l->b_block_scales = reinterpret_cast<const float *>(0x40000);
+             l->ld_a_block_scales = l->m_max;
+         },
+         MKG_ERR_BAD_BLOCK_SCALES},
+        {"e4m3 block scales: weight scales missing",
+         [](mkg_layer_desc *l) {
+             l->in_type = MKG_DTYPE_E4M3;
+             l->c_type = MKG_DTYPE_BF16;
+             l->a_scale = l->b_scale = 1.0f;
+             l->a_block_scales = reinterpret_cast<const float *>(0x40000);
+             l->ld_a_block_scales = l->m_max;
+         },
+         MKG_ERR_BAD_BLOCK_SCALES},
+        {"e4m3 block scales: activation scale rows shorter than m_max",
+         [](mkg_layer_desc *l) {
+             l->in_type = MKG_DTYPE_E4M3;
+             l->c_type = MKG_DTYPE_BF16;
+             l->a_scale = l->b_scale = 1.0f;
+             l->a_block_scales = l->b_block_scales = reinterpret_cast<const float *>(0x40000);
+             l->ld_a_block_scales = l->m_max - 1;
+         },
+         MKG_ERR_BAD_BLOCK_SCALES},
+        {"e4m3 block scales: kc other than their 128-deep block",
+         [](mkg_layer_desc *l) {
+             l->in_type = MKG_DTYPE_E4M3;
+             l->c_type = MKG_DTYPE_BF16;
+             l->a_scale = l->b_scale = 1.0f;
+             l->a_block_scales = l->b_block_scales = reinterpret_cast<const float *>(0x40000);
+             l->ld_a_block_scales = l->m_max;
+             l->kc = 256;
+         },
+         MKG_ERR_BAD_BLOCK_SCALES},
     };
     for (const Case &c : cases) {
         std::vector<mkg_layer_desc> ls = layers();

@@ -3,7 +3,9 @@
 // current M (changed between launches without re-uploading the table), checked
 // bitwise against the host-launched GEMM (bits do not depend on the schedule) and
 // against writes outside M x N; a corrupted entry sets the error word and the
-// kernel returns. The same for tf32 and e4m3 layers through their own kernels (DispatchDtype).
+// kernel returns. The same for tf32 and e4m3 layers through their own kernels (DispatchDtype),
+// and for chunked bf16 and block-scaled e4m3 layers through the chunk-stepping kernels
+// (DispatchChunked).
 // Skipped with the reason unless a compute-capability-9.0 GPU is present.
 #include <gtest/gtest.h>
 
@@ -82,13 +84,13 @@ void layers_destroy(std::vector<Layer> *layers, mkg_table *table, int *order)
         mkg_case_free(&l.big);
 }
 
-// Layer `i`'s dispatched C (its first m rows) against the host-launched schedule 0: nothing
-// written outside M x N, and the same bits.
-void expect_host_bits(mkg_case *c, int m, int i)
+// Layer `i`'s dispatched C (its first m rows) against the host-launched schedule s (0 by default):
+// nothing written outside M x N, and the same bits.
+void expect_host_bits(mkg_case *c, int m, int i, int s = 0)
 {
     EXPECT_EQ(mkg_case_outside_writes(c, m), 0) << "layer " << i << " M=" << m;
     ASSERT_EQ(mkg_case_keep(c), MKG_OK);               // keep = the dispatched result
-    ASSERT_EQ(mkg_case_run(c, 0, 0, m), MKG_OK);       // C = host-launched schedule 0
+    ASSERT_EQ(mkg_case_run(c, s, 0, m), MKG_OK);       // C = host-launched schedule s
     EXPECT_EQ(mkg_case_mismatch_vs_keep(c, m), 0) << "layer " << i << " M=" << m;
 }
 
@@ -388,4 +390,182 @@ TEST_P(DispatchDtype, KernelOfAnotherDtypeReportsTheLayer)
 }
 
 INSTANTIATE_TEST_SUITE_P(Tf32AndE4m3, DispatchDtype, ::testing::Values(MKG_DTYPE_FP32, MKG_DTYPE_E4M3),
+                         dtype_param_name);
+
+// ---- chunked and block-scaled layers: the chunk-stepping kernels ----------------------------
+
+namespace {
+
+// Three layers of one input dtype with several K chunks each, run by that dtype's chunk-stepping
+// dispatch kernel (mkg_test_run_layers_chunked / _chunked_e4m3): bf16 layers with kc = 512 (K of
+// 4, 2 and 3 chunks), e4m3 layers with 1 x 128 / 128 x 128 block scales in [1/8, 8) (kc = 128:
+// 16, 8 and 1 chunks; the activation scales carry a NaN pad past m_max). The e4m3 layer of K = 128
+// is one chunk, which the one-chunk kernels must still refuse for its scales. The bitwise reference
+// is the host-launched chunk-folding row MKG_SCHED_m128n128k64_s6_rn_g8 at the same kc, whose own
+// FP64 checks are in gpu_gemm_test.cc (BlockScaledE4m3AcrossSchedulesSplitsAndPrefixes, the
+// chunked-K tests).
+class DispatchChunked : public ::testing::TestWithParam<mkg_dtype> {
+protected:
+    static constexpr int kRef = MKG_SCHED_m128n128k64_s6_rn_g8;
+    static constexpr int kKc = 512;                     // bf16 layers' chunk
+    void SetUp() override
+    {
+        const char *why = mkg_shim_gpu_skip_reason();
+        if (*why)
+            GTEST_SKIP() << why;
+        in_ = GetParam();
+        const unsigned long long seed = mkg_shim_seed() + 900 + static_cast<unsigned>(in_);
+        const int k2 = in_ == MKG_DTYPE_E4M3 ? 128 : 1536;
+        const int shapes[][3] = {{1000, 2048, 300}, {3072 + 8, 1024, 300}, {640, k2, 300}};
+        for (const auto &sh : shapes) {
+            Layer l;
+            mkg_status st = layer_init(&l, sh[0], sh[1], sh[2], in_, MKG_DTYPE_BF16, seed + sh[0]);
+            if (st == MKG_OK && in_ == MKG_DTYPE_E4M3) {
+                st = mkg_case_set_block_scales(&l.big, seed ^ static_cast<unsigned>(sh[0]), 0.125f, 8.0f);
+                l.desc.a_block_scales = l.big.bsa;
+                l.desc.ld_a_block_scales = l.big.ld_bsa;
+                l.desc.b_block_scales = l.big.bsb;          // kc 0: the 128-deep block
+            } else if (st == MKG_OK) {
+                st = mkg_case_set_kc(&l.big, kKc);
+                l.desc.kc = kKc;
+            }
+            layers_.push_back(l);
+            ASSERT_EQ(st, MKG_OK);
+        }
+        ASSERT_NO_FATAL_FAILURE(upload(layers_, &table_, &order_));
+    }
+    void TearDown() override { layers_destroy(&layers_, table_, order_); }
+    std::vector<mkg_layer_desc> descs() const
+    {
+        std::vector<mkg_layer_desc> v;
+        for (const Layer &l : layers_)
+            v.push_back(l.desc);
+        return v;
+    }
+    // Poisons every layer's C, sets every layer's M in table t, runs `steps` layers of `order` in one
+    // launch of the chunk-stepping kernel (or, chunked = false, of this dtype's plain one-chunk
+    // kernel) and takes the error word.
+    void launch(mkg_table *t, const int *order, int steps, int m, int grid, bool chunked, unsigned int *err)
+    {
+        for (size_t i = 0; i < layers_.size(); ++i) {
+            ASSERT_EQ(mkg_case_poison(&layers_[i].big), MKG_OK);
+            ASSERT_EQ(mkg_table_set_m(t, static_cast<int>(i), m, 0), MKG_OK);
+        }
+        const mkg_layer_dev *rows = mkg_table_rows(t);
+        const int count = mkg_table_count(t);
+        cudaError_t e;
+        if (chunked)
+            e = in_ == MKG_DTYPE_E4M3
+                    ? mkg_test_run_layers_chunked_e4m3(rows, count, mkg_table_m(t), mkg_table_error(t), order, steps,
+                                                       grid, 0)
+                    : mkg_test_run_layers_chunked(rows, count, mkg_table_m(t), mkg_table_error(t), order, steps, grid,
+                                                  0);
+        else
+            e = in_ == MKG_DTYPE_E4M3
+                    ? mkg_test_run_layers_e4m3(rows, count, mkg_table_m(t), mkg_table_error(t), order, steps, grid, 0)
+                    : mkg_test_run_layers(rows, count, mkg_table_m(t), mkg_table_error(t), order, steps, grid, 1, 0);
+        ASSERT_EQ(e, cudaSuccess);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "the kernel must return, not fault or hang";
+        ASSERT_EQ(mkg_table_take_error(t, err, 0), MKG_OK);
+    }
+    // Every layer of table t at M = m in one launch; each must equal the host-launched bits.
+    void run_and_check(mkg_table *t, int m, int grid)
+    {
+        unsigned int err = 1;
+        ASSERT_NO_FATAL_FAILURE(launch(t, order_, static_cast<int>(layers_.size()), m, grid, true, &err));
+        EXPECT_EQ(err, 0u) << "M=" << m;
+        for (size_t i = 0; i < layers_.size(); ++i)
+            ASSERT_NO_FATAL_FAILURE(expect_host_bits(&layers_[i].big, m, static_cast<int>(i), kRef));
+    }
+    mkg_dtype in_ = MKG_DTYPE_BF16;
+    std::vector<Layer> layers_;
+    mkg_table *table_ = nullptr;
+    int *order_ = nullptr;
+};
+
+}  // namespace
+
+// The cost model's table at the first and last M of every bucket up to m_max on 132 CTAs, and a few
+// Ms on 66 and 7: the dispatched C equals the host-launched bits.
+TEST_P(DispatchChunked, CostModelTableAtEveryBucket)
+{
+    for (int b = 0; b < mkg_bucket_count(300); ++b) {
+        const int lo = b == 0 ? 1 : mkg_bucket_upper(b - 1) + 1, hi = std::min(mkg_bucket_upper(b), 300);
+        for (int m : {lo, hi})
+            ASSERT_NO_FATAL_FAILURE(run_and_check(table_, m, 132)) << "bucket " << b;
+    }
+    for (int grid : {66, 7})
+        for (int m : {1, 100, 300})
+            ASSERT_NO_FATAL_FAILURE(run_and_check(table_, m, grid)) << "grid " << grid;
+}
+
+// Every row the chunk-stepping kernel runs, planned by the caller into every bucket of each layer
+// it is eligible for (mkg_table_create then sizes the split rows' workspace; the others keep their
+// cost-model rows): the split rows' partials meet in chunk order, and each row writes the
+// host-launched bits.
+TEST_P(DispatchChunked, EveryEligibleRowFromCallerPlans)
+{
+    const std::vector<mkg_layer_desc> ds = descs();
+    const mkg_cost_model cm = mkg_cost_model_h200();
+    int dev = 0, sms = 0;
+    ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
+    ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), cudaSuccess);
+    mkg_gpu_info g = {};
+    g.sms = sms;
+    std::vector<mkg_layer_plan> cost(ds.size());
+    ASSERT_EQ(mkg_layers_plan(&cm, ds.data(), static_cast<int>(ds.size()), &g, cost.data()), MKG_OK);
+    int ran = 0, split = 0;
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        std::vector<mkg_layer_plan> plans = cost;
+        int forced = 0;
+        for (size_t i = 0; i < ds.size(); ++i) {
+            mkg_layer_desc lk = ds[i];
+            lk.kc = plans[i].kc;
+            if (!mkg_plan_eligible(&lk, s))
+                continue;
+            memset(plans[i].schedule, s, sizeof plans[i].schedule);
+            ++forced;
+        }
+        if (!forced)
+            continue;
+        ++ran;
+        split += mkg_schedule_get(s)->split > 1;
+        SCOPED_TRACE(mkg_schedule_get(s)->name);
+        mkg_table *t = nullptr;
+        ASSERT_EQ(mkg_table_create(ds.data(), static_cast<int>(ds.size()), plans.data(), &t), MKG_OK);
+        for (int m : {7, 300}) {
+            run_and_check(t, m, 132);
+            if (HasFatalFailure())
+                break;
+        }
+        mkg_table_destroy(t);
+        if (HasFatalFailure())
+            return;
+    }
+    EXPECT_GE(ran, 8) << "chunk-folding rows run " << mkg_dtype_name(in_) << " chunked layers";
+    EXPECT_GT(split, 0) << "a split row ran";
+}
+
+// The one-chunk kernels report a chunked or block-scaled layer (MKG_DISPATCH_CHUNKED) and skip it,
+// including the block-scaled layer of one 128-deep chunk, which they would otherwise run without
+// its scales.
+TEST_P(DispatchChunked, OneChunkKernelReportsChunkedAndBlockScaledLayers)
+{
+    unsigned int err = 0;
+    ASSERT_NO_FATAL_FAILURE(launch(table_, order_, static_cast<int>(layers_.size()), 64, 132, false, &err));
+    EXPECT_EQ(err, (1u << 8) | MKG_DISPATCH_CHUNKED);
+    for (int i : {0, 1})
+        EXPECT_EQ(mkg_case_outside_writes(&layers_[i].big, 0), 0) << "layer " << i << " was skipped";
+    int *last = nullptr;
+    const int two = 2;
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&last), sizeof(int)), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(last, &two, sizeof two, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_NO_FATAL_FAILURE(launch(table_, last, 1, 64, 132, false, &err));
+    cudaFree(last);
+    // e4m3: K = 128 with block scales is one chunk, and still refused; bf16: three chunks.
+    EXPECT_EQ(err, (3u << 8) | MKG_DISPATCH_CHUNKED);
+    EXPECT_EQ(mkg_case_outside_writes(&layers_[2].big, 0), 0) << "layer 2 was skipped";
+}
+
+INSTANTIATE_TEST_SUITE_P(Bf16AndBlockScaledE4m3, DispatchChunked, ::testing::Values(MKG_DTYPE_BF16, MKG_DTYPE_E4M3),
                          dtype_param_name);

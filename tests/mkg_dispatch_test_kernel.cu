@@ -1,4 +1,4 @@
-/* mkg_dispatch_test_kernel.cu - the dispatch test kernel for bf16 layers in both forms (see
+/* mkg_dispatch_test_kernel.cu - the dispatch test kernel for bf16 layers in two forms (see
  * mkg_dispatch_test_kernel.cuh; the GPU dispatch tests call it through mkg_test_run_layers),
  * and the device's bucket mapping for the bucket test.
  */

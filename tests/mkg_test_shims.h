@@ -107,6 +107,15 @@ cudaError_t mkg_test_run_layers_e4m3(const mkg_layer_dev *rows, int count, const
 cudaError_t mkg_test_run_layers_tf32(const mkg_layer_dev *rows, int count, const int *m_cur, unsigned int *err,
                                      const int *order, int steps, int grid, cudaStream_t stream);
 
+/* The chunk-stepping form (a CHUNKS = 1 pick, mkg_dispatch_consume_chunked, run-time epilogue) for
+ * bf16 and for e4m3 layers: runs chunked layers (kc < K) and e4m3 layers with block scales on the
+ * rows that fold chunks. */
+cudaError_t mkg_test_run_layers_chunked(const mkg_layer_dev *rows, int count, const int *m_cur, unsigned int *err,
+                                        const int *order, int steps, int grid, cudaStream_t stream);
+cudaError_t mkg_test_run_layers_chunked_e4m3(const mkg_layer_dev *rows, int count, const int *m_cur,
+                                             unsigned int *err, const int *order, int steps, int grid,
+                                             cudaStream_t stream);
+
 /* mkg_bucket_of as the device computes it, for M = 1 .. n: out[m - 1] (host memory). 0 or a
  * CUDA error. */
 int mkg_test_device_buckets(int n, int *out);
