@@ -41,8 +41,8 @@ int mkg_bench_dispatch_chunked_available(mkg_dtype dt);
 cudaError_t mkg_bench_dispatch_init(void);
 
 /* Runs layer `layer` of a table (rows, count, m_cur, err: mkg_table_rows/count/m/error)
- * at its current M with input dtype dt (bf16, fp16, fp32 for tf32 math, or e4m3 with
- * per-tensor scales; any other returns cudaErrorInvalidValue): `grid` CTAs (the SM count) of
+ * at its current M with input dtype dt (bf16, fp16, fp32 for tf32 math, or e4m3; any other
+ * returns cudaErrorInvalidValue): `grid` CTAs (the SM count) of
  * MKG_LAUNCH_THREADS threads, asynchronous on stream. chunked = 0: the kernel compiled for plain
  * stores of C in the input's own type, bf16 for e4m3 (MKG_EPI_STORE, no dependency signal), one
  * K chunk; a bad table entry, or a layer of another kind (MKG_DISPATCH_NOT_PLAIN, or

@@ -54,8 +54,8 @@ static void mkg_bench_usage(FILE *f)
             "  --shapes FILE   shapes CSV `name,N,K,M values` (default %s)\n"
             "  --dtype D       input and output dtype: bf16, fp16, tf32 (fp32 operands and C, tf32\n"
             "                  math), e4m3 (FP8 operands with per-tensor scales 0.5 and 0.25, bf16 C;\n"
-            "                  against cuBLASLt FP8 with fast accumulation; with --block-scales 1 not\n"
-            "                  dispatched: schedule/mkg_us are the oracle's) or all (bf16 and fp16; default bf16)\n"
+            "                  against cuBLASLt FP8 with fast accumulation; --block-scales 1: block scales,\n"
+            "                  dispatched by the chunk-stepping kernel) or all (bf16 and fp16; default bf16)\n"
             "  --commit STR    commit recorded in the JSON (default $MKG_COMMIT, else \"unknown\")\n"
             "  --replays N     timed CUDA-graph replays per candidate, median taken (default 20)\n"
             "  --only NAMES    run only these shapes (comma-separated names)\n"
@@ -96,8 +96,9 @@ static void mkg_bench_usage(FILE *f)
             "                  after the runs, write a table file: per (layer, M bucket) the fastest\n"
             "                  measured schedule, the cost model where nothing was measured\n"
             "  mkg_us and schedule are the dispatch kernel on the cost-model table; oracle_* the\n"
-            "  fastest host-launched schedule. Table file layers: for bf16 then fp16, one per shape\n"
-            "  name in file order, m_max = its largest M (whatever --dtype, --only, --min/max-m say).\n",
+            "  fastest host-launched schedule. Table file layers: for bf16, fp16, tf32 and e4m3 (block\n"
+            "  scales under --block-scales 1), one per shape name in file order, m_max = its largest M\n"
+            "  (whatever --dtype, --only, --min/max-m say).\n",
             MKG_BENCH_DEFAULT_SHAPES);
 }
 

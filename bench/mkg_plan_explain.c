@@ -26,10 +26,10 @@ static mkg_dtype mkg_parse_dtype(const char *d)
                                 : MKG_DTYPE_COUNT;
 }
 
-/* The layer's fields that the model reads (placeholder pointers that pass validation). */
-static void mkg_layer_set(mkg_layer_desc *l, int n, int k, mkg_dtype in, int kc, int block)
+/* The layer's fields that the model reads; `placeholder` stands in for every pointer (validation
+ * checks only that they are set and aligned). */
+static void mkg_layer_set(mkg_layer_desc *l, int n, int k, mkg_dtype in, int kc, int block, float *placeholder)
 {
-    static float placeholder[16];
     l->n = n;
     l->k = k;
     l->in_type = in;
@@ -41,8 +41,9 @@ static void mkg_layer_set(mkg_layer_desc *l, int n, int k, mkg_dtype in, int kc,
     l->a_block_scales = l->b_block_scales = block ? placeholder : NULL;
 }
 
-/* --picks: one pick per stdin line "N K M DTYPE KC BLOCK" (DTYPE as --dtype; KC 0: the planner's). */
-static int mkg_picks(mkg_layer_desc *l, const mkg_gpu_info *g)
+/* --picks: one pick per stdin line "N K M DTYPE KC BLOCK" (DTYPE as --dtype; KC 0: the planner's); a
+ * layer that fails validation prints its status name instead. */
+static int mkg_picks(mkg_layer_desc *l, const mkg_gpu_info *g, float *placeholder)
 {
     const mkg_cost_model cm = mkg_cost_model_h200();
     char dt[16];
@@ -53,11 +54,13 @@ static int mkg_picks(mkg_layer_desc *l, const mkg_gpu_info *g)
             printf("bad-line\n");
             continue;
         }
-        mkg_layer_set(l, n, k, in, kc, block);
+        mkg_layer_set(l, n, k, in, kc, block, placeholder);
         l->m_max = m;
         l->ld_a_block_scales = m;
         int s = -1;
-        const mkg_status st = mkg_plan_pick(&cm, l, g, m, &s);
+        mkg_status st = mkg_layers_validate(l, 1, NULL);
+        if (st == MKG_OK)
+            st = mkg_plan_pick(&cm, l, g, m, &s);
         printf("%s\n", st == MKG_OK ? mkg_schedule_get(s)->name : mkg_status_name(st));
     }
     return 0;
@@ -75,6 +78,7 @@ static int mkg_parse_ms(const char *arg, int *ms, int max)
 
 int main(int argc, char **argv)
 {
+    float placeholder[16];
     mkg_layer_desc l;
     memset(&l, 0, sizeof l);
     l.in_type = l.c_type = MKG_DTYPE_BF16;
@@ -115,7 +119,7 @@ int main(int argc, char **argv)
         }
     }
     if (picks)
-        return mkg_picks(&l, &g);
+        return mkg_picks(&l, &g, placeholder);
     if (l.n < 1 || l.k < 1 || nm == 0) {
         fprintf(stderr, "usage: %s --n N --k K --m M[,M...] [--dtype bf16|fp16|tf32|e4m3] [--kc KC] "
                         "[--block-scales 0|1] [--sms S] [--gpu NAME]\n       %s --picks [--sms S] < lines\n",
@@ -126,7 +130,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "--block-scales 1 needs --dtype e4m3\n");
         return 2;
     }
-    mkg_layer_set(&l, l.n, l.k, l.in_type, l.kc, block);
+    mkg_layer_set(&l, l.n, l.k, l.in_type, l.kc, block, placeholder);
     const mkg_cost_model cm = mkg_cost_model_h200();
     for (int i = 0; i < nm; ++i) {
         char buf[16384];

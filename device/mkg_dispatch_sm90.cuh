@@ -39,7 +39,7 @@ static __device__ __forceinline__ int mkg_dispatch_fail(unsigned int *err, int l
 }
 
 // 1 if schedule s folds K chunks (wgmma N <= MKG_CHUNKED_MAX_WN, cooperative consumers): callers
-// with a chunk step loop (the megakernel) run those rows only.
+// with a chunk step loop (CHUNKS = 1: the megakernel, mkg_dispatch_consume_chunked) run those rows only.
 static __device__ __forceinline__ int mkg_dispatch_chunk_capable(int s)
 {
     switch (s) {
@@ -82,8 +82,9 @@ static __device__ __forceinline__ int mkg_dispatch_runs(int s)
 }
 
 // Schedule of `layer` at its current M (stored in *m), or -1 after recording why not.
-// CHUNKS = 0: the caller runs one-chunk layers (mkg_dispatch_consume_units_one); CHUNKS = 1: it
-// steps through chunks (mkg_dispatch_consume_step) and runs chunk-capable rows only.
+// CHUNKS = 0: the caller runs one-chunk layers without block scales (mkg_dispatch_consume_units_one);
+// CHUNKS = 1: it steps through chunks (mkg_dispatch_consume_chunked, mkg_dispatch_consume_units,
+// mkg_dispatch_consume_step) and runs chunk-capable rows only.
 // OT >= 0: the caller's consumers store C as OT with a plain store (see the file comment).
 template <int DT, int CHUNKS = 0, int OT = -1>
 static __device__ __forceinline__ int mkg_dispatch_pick(const mkg_layer_dev *rows, int count, const int *m_cur,
@@ -502,6 +503,33 @@ static __device__ __forceinline__ void mkg_dispatch_consume_loop(const mkg_gemm_
     // and the ring state it carries stays in uniform registers.
     u = mkg_warp_uniform(u);
     units = mkg_warp_uniform(units);
+    if constexpr (DT == MKG_DTYPE_E4M3) {
+        // NOTE: e4m3 chunks can be one stage deep (block scales: kc = 128), so the loop keeps the
+        // unit's coordinates across its steps and carries the next chunk's block scales, as the
+        // shipped kernel does (v23: per step, the unit's divisions cost more than the chunk's wgmma,
+        // and scales loaded at the step's start doubled it).
+        mkg_unit uu{};
+        mkg_bscale_in<mkg_shape<TM, TN, TK, ST, SWAP>::WN, SWAP> bs{};
+        int c = 0;
+        if (u < units) {
+            uu = mkg_unit_of<TM, TN, TK, 1, false, KH>(p, m, u, raster, group, SPLIT);
+            c = mkg_warp_uniform(uu.c0);
+        }
+        while (u < units) {
+            mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, false, -1, KH>(
+                p, m, u, c, raster, group, SPLIT, r, sm, wg, d, tot, &uu, &bs);
+            if (++c == mkg_warp_uniform(uu.c1)) {
+                if constexpr (HOOK)
+                    (*on_unit)(u);
+                u += stride;
+                if (u < units) {
+                    uu = mkg_unit_of<TM, TN, TK, 1, false, KH>(p, m, u, raster, group, SPLIT);
+                    c = mkg_warp_uniform(uu.c0);
+                }
+            }
+        }
+        return;
+    }
     int c = 0, c_end = 0;
     if (u < units) {
         mkg_unit_chunk_range(p, u, SPLIT, &c, &c_end);

@@ -2,7 +2,7 @@
  * table file written by autotune runs and read back at startup.
  *
  * File format (text, one item per line, a checksum over everything before it):
- *   mkgemm-schedule-table 1
+ *   mkgemm-schedule-table 2
  *   library <MKG_VERSION_STRING>
  *   gpu <device name>
  *   sms <multiprocessors>
@@ -143,9 +143,10 @@ mkg_status mkg_table_save(const char *path, const mkg_gpu_info *g, const mkg_lay
             MKG_VERSION_STRING, g->name, g->sms, count);
     for (int i = 0; i < count; ++i) {
         const mkg_layer_desc *l = &layers[i];
+        /* kc as the device row holds it (a block-scaled layer's plan may say 0 for its 128-deep block) */
         MKG_PUT("layer %d n %d k %d in %s out %s kc %d mmax %d bscales %d buckets %d\n", i, l->n, l->k,
-                mkg_dtype_name(l->in_type), mkg_dtype_name(l->c_type), plans[i].kc, l->m_max,
-                l->a_block_scales != NULL, plans[i].buckets);
+                mkg_dtype_name(l->in_type), mkg_dtype_name(l->c_type), mkg_layer_gemm_desc(l, 1, plans[i].kc).kc,
+                l->m_max, l->a_block_scales != NULL, plans[i].buckets);
         for (int b = 0; b < plans[i].buckets; ++b) {
             const mkg_schedule_info *s = mkg_schedule_get(plans[i].schedule[b]);
             MKG_PUT("%s\n", s ? s->name : "?");

@@ -13,10 +13,11 @@
  *   t_compute = waves * t_unit                       (padding waste and last-wave fill included)
  *   t_memory  = DRAM bytes / dram_tbps, with A or B re-read once per raster band when it does
  *               not fit in L2 (the band of GROUP tiles keeps the other operand resident)
- *   t_memory  += split rows: every chunk's FP32 partial written and read back once (the fold
- *               must add them in chunk order, so a split unit cannot pre-sum its chunks), at
- *               L2 bandwidth when they fit in L2, else at DRAM bandwidth
- *   t         = (t_compute^p + t_memory^p)^(1/p) + launch + split overhead
+ *   t_parts   = split rows (workspace ones, not cluster split-K): every chunk's FP32 partial
+ *               written and read back once (the fold adds them in chunk order, so a split unit
+ *               cannot pre-sum its chunks), at L2 bandwidth when they fit in L2, else at DRAM
+ *               bandwidth
+ *   t         = (t_compute^p + (t_memory + t_parts)^p)^(1/p) + launch + split overhead
  *               (a soft maximum: at decode every schedule is DRAM-bound, and the one that
  *               streams with fewer bytes per unit and more in flight still measures faster)
  * K counts 16-bit elements; tf32 and e4m3 layers are modelled as the 16-bit GEMM of the same
@@ -99,7 +100,7 @@ typedef struct mkg_cost_terms {
     int units, waves;
     double fill;                /* busy fraction of the last wave */
     double eff;                 /* tensor efficiency used */
-    double t_unit, t_compute, t_memory, t_total;
+    double t_unit, t_compute, t_memory, t_parts, t_total;
 } mkg_cost_terms;
 
 static int mkg_cost_eval(const mkg_cost_model *cm, int s, int m, int n, int k, int kc, mkg_dtype in, mkg_dtype out,
@@ -149,17 +150,21 @@ static int mkg_cost_eval(const mkg_cost_model *cm, int s, int m, int n, int k, i
     t->t_unit = t_busy + (i->pingpong ? 0.0 : t_epi) + cm->unit_us;
     t->t_compute = t->waves * t->t_unit + (i->pingpong ? t_epi : 0.0);
     t->t_memory = mkg_dram_bytes(cm, i, m, n, k, out) / (cm->dram_tbps * 1e6);
-    if (splits > 1) {
-        /* NOTE: a tile's partials are TM x TN floats per chunk (mkg_schedule_workspace_bytes). With
-         * many chunks they dwarf the operands: block-scaled FP8 (kc = 128) on 1B down at M = 512
-         * stores 268 MB in m128n128 sk4, measured 264 us against 47 us unsplit (v23's run). */
+    t->t_parts = 0.0;
+    if (splits > 1 && i->cluster == 1) {
+        /* NOTE: a tile's partials are TM x TN floats per chunk (mkg_schedule_workspace_bytes; a
+         * cluster split-K row keeps them in shared memory). With many chunks they dwarf the
+         * operands: block-scaled FP8 (kc = 128) on 1B down at M = 512 stores 268 MB in m128n128
+         * sk4, measured 264 us against 47 us unsplit (v23's run). All of a GEMM's partials are
+         * set against the L2 at once, not those in flight: a coarse step (~3x) at 40 MB, far
+         * from the decode splits (a few MB) and the block-scaled ones (100s of MB). */
         const double part = (double)mkg_ceil_div(m, i->tile_m) * mkg_ceil_div(n, i->tile_n) * chunks * i->tile_m *
                             i->tile_n * 4.0;
-        t->t_memory += 2.0 * part / ((part <= cm->l2_mb * 1e6 ? cm->l2_tbps : cm->dram_tbps) * 1e6);
+        t->t_parts = 2.0 * part / ((part <= cm->l2_mb * 1e6 ? cm->l2_tbps : cm->dram_tbps) * 1e6);
     }
     const double t_split = splits > 1 ? cm->split_us * splits : 0.0;
     const double p = cm->overlap_p;
-    t->t_total = pow(pow(t->t_compute, p) + pow(t->t_memory, p), 1.0 / p) + cm->launch_us + t_split;
+    t->t_total = pow(pow(t->t_compute, p) + pow(t->t_memory + t->t_parts, p), 1.0 / p) + cm->launch_us + t_split;
     return 1;
 }
 
@@ -234,6 +239,8 @@ static const char *mkg_reason(const mkg_cost_terms *a, const mkg_cost_terms *b)
 {
     if (b->t_total - a->t_total < 0.005)
         return "a tie in the model; deeper stages, then fewer M tiles, then more stages win it, else the earlier row";
+    if (b->t_parts - a->t_parts > 0.5 * (b->t_total - a->t_total))
+        return "the other writes and reads back a partial per K chunk of each tile (split)";
     if (a->t_memory >= a->t_compute && b->t_memory >= b->t_compute && a->t_compute < b->t_compute)
         return "both are DRAM-bound; it streams its units faster (fewer bytes per unit, more in flight)";
     if (a->waves < b->waves)
@@ -264,8 +271,8 @@ int mkg_plan_explain(const mkg_cost_model *cm, const mkg_layer_desc *l, const mk
     } while (0)
     MKG_EMIT("layer N=%d K=%d kc=%d M=%d on %s (%d SMs), %s mode\n", l->n, l->k, lk.kc, m, g->name, g->sms,
              l->mode == MKG_MODE_FAST ? "fast" : "invariant");
-    MKG_EMIT("  %-32s %6s %5s %6s %6s %10s %10s %10s\n", "schedule", "units", "waves", "fill", "eff", "compute_us",
-             "dram_us", "predicted");
+    MKG_EMIT("  %-32s %6s %5s %6s %6s %10s %10s %10s %10s\n", "schedule", "units", "waves", "fill", "eff",
+             "compute_us", "dram_us", "parts_us", "predicted");
     for (int c = 0; c < MKG_SCHED_COUNT; ++c) {
         const mkg_schedule_info *i = mkg_schedule_get(c);
         if (!mkg_plan_eligible(&lk, c)) {
@@ -277,6 +284,9 @@ int mkg_plan_explain(const mkg_cost_model *cm, const mkg_layer_desc *l, const mk
             else if (mkg_schedule_check(&d, c) == MKG_ERR_SCHEDULE_K_DEPTH)
                 MKG_EMIT("  %-32s not eligible: K %d / KC %d not in an even number of 128-byte K tiles\n",
                          i->name, l->k, lk.kc);
+            else if (l->a_block_scales)
+                MKG_EMIT("  %-32s not eligible: wgmma N %d cannot apply block scales per K chunk\n", i->name,
+                         mkg_schedule_wgmma_n(c));
             else
                 MKG_EMIT("  %-32s not eligible: wgmma N %d cannot fold %d K chunks\n", i->name,
                          mkg_schedule_wgmma_n(c), mkg_chunk_count(l->k, lk.kc));
@@ -287,8 +297,8 @@ int mkg_plan_explain(const mkg_cost_model *cm, const mkg_layer_desc *l, const mk
             second = c;
             t2 = t;
         }
-        MKG_EMIT("  %-32s %6d %5d %5.0f%% %6.2f %10.2f %10.2f %10.2f%s\n", i->name, t.units, t.waves, 100.0 * t.fill,
-                 t.eff, t.t_compute, t.t_memory, t.t_total, c == best ? "  <- chosen" : "");
+        MKG_EMIT("  %-32s %6d %5d %5.0f%% %6.2f %10.2f %10.2f %10.2f %10.2f%s\n", i->name, t.units, t.waves,
+                 100.0 * t.fill, t.eff, t.t_compute, t.t_memory, t.t_parts, t.t_total, c == best ? "  <- chosen" : "");
     }
     MKG_EMIT("  chosen %s: %d units in %d wave%s (last wave %.0f%% busy), %s-bound (compute %.1f us, DRAM %.1f us)",
              mkg_schedule_get(best)->name, tb.units, tb.waves, tb.waves == 1 ? "" : "s", 100.0 * tb.fill,

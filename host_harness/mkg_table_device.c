@@ -25,13 +25,16 @@ static mkg_status mkg_fill_row(const mkg_layer_desc *l, const mkg_layer_plan *pl
                                void **workspace)
 {
     mkg_gemm_desc d = mkg_layer_gemm_desc(l, l->m_max, plan->kc);
+    /* NOTE: d.kc, not plan->kc: a caller's plan may say kc 0 for a block-scaled layer, which is its
+     * 128-deep block (mkg_layer_gemm_desc); sized with 0, the split rows got no workspace. */
+    const int kc = d.kc;
     *workspace = NULL;
     /* Partials for the split schedules the plan actually uses, at their buckets' M
      * (covering every schedule at m_max would be hundreds of MB for wide layers). */
     size_t part = 0;
     for (int b = 0; b < plan->buckets && b < MKG_MAX_BUCKETS; ++b) {
         const int mb = mkg_bucket_upper(b) < l->m_max ? mkg_bucket_upper(b) : l->m_max;
-        const size_t w = mkg_schedule_workspace_bytes(plan->schedule[b], mb, l->n, l->k, plan->kc);
+        const size_t w = mkg_schedule_workspace_bytes(plan->schedule[b], mb, l->n, l->k, kc);
         if (w && w - mkg_workspace_counter_bytes(mb, l->n) > part)
             part = w - mkg_workspace_counter_bytes(mb, l->n);
     }

@@ -31,7 +31,7 @@ typedef enum mkg_mode {
 /** A linear layer as the application describes it once at startup. */
 typedef struct mkg_layer_desc {
     int n, k;                   /**< output features, input features */
-    mkg_dtype in_type;          /**< A and B dtype: bf16, fp16, fp32 (tf32 math) or e4m3 (per-tensor scales) */
+    mkg_dtype in_type;          /**< A and B dtype: bf16, fp16, fp32 (tf32 math) or e4m3 (per-tensor or block scales) */
     mkg_dtype c_type;           /**< output dtype (bf16, fp16 or fp32) */
     const void *a;              /**< activations, m_max x K, row stride lda */
     const void *b;              /**< weights, N x K, row stride ldb */

@@ -399,11 +399,11 @@ namespace {
 // Three layers of one input dtype with several K chunks each, run by that dtype's chunk-stepping
 // dispatch kernel (mkg_test_run_layers_chunked / _chunked_e4m3): bf16 layers with kc = 512 (K of
 // 4, 2 and 3 chunks), e4m3 layers with 1 x 128 / 128 x 128 block scales in [1/8, 8) (kc = 128:
-// 16, 8 and 1 chunks; the activation scales carry a NaN pad past m_max). The e4m3 layer of K = 128
+// 16, 8 and 1 chunks). The e4m3 layer of K = 128
 // is one chunk, which the one-chunk kernels must still refuse for its scales. The bitwise reference
 // is the host-launched chunk-folding row MKG_SCHED_m128n128k64_s6_rn_g8 at the same kc, whose own
 // FP64 checks are in gpu_gemm_test.cc (BlockScaledE4m3AcrossSchedulesSplitsAndPrefixes, the
-// chunked-K tests).
+// chunked-K tests). The bf16 kernel picks per role (mkg_dispatch_begin<DT, 1>), the e4m3 one by warp.
 class DispatchChunked : public ::testing::TestWithParam<mkg_dtype> {
 protected:
     static constexpr int kRef = MKG_SCHED_m128n128k64_s6_rn_g8;
@@ -502,7 +502,8 @@ TEST_P(DispatchChunked, CostModelTableAtEveryBucket)
 // Every row the chunk-stepping kernel runs, planned by the caller into every bucket of each layer
 // it is eligible for (mkg_table_create then sizes the split rows' workspace; the others keep their
 // cost-model rows): the split rows' partials meet in chunk order, and each row writes the
-// host-launched bits.
+// host-launched bits. The e4m3 plans say kc 0, which a block-scaled layer reads as its 128-deep
+// block (the workspace must be sized for that, not for one chunk).
 TEST_P(DispatchChunked, EveryEligibleRowFromCallerPlans)
 {
     const std::vector<mkg_layer_desc> ds = descs();
@@ -514,13 +515,17 @@ TEST_P(DispatchChunked, EveryEligibleRowFromCallerPlans)
     g.sms = sms;
     std::vector<mkg_layer_plan> cost(ds.size());
     ASSERT_EQ(mkg_layers_plan(&cm, ds.data(), static_cast<int>(ds.size()), &g, cost.data()), MKG_OK);
+    for (size_t i = 0; i < ds.size() && in_ == MKG_DTYPE_E4M3; ++i) {
+        ASSERT_EQ(cost[i].kc, MKG_BLOCK_SCALE_K);
+        cost[i].kc = 0;
+    }
     int ran = 0, split = 0;
     for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
         std::vector<mkg_layer_plan> plans = cost;
         int forced = 0;
         for (size_t i = 0; i < ds.size(); ++i) {
             mkg_layer_desc lk = ds[i];
-            lk.kc = plans[i].kc;
+            lk.kc = mkg_layer_kc(&ds[i], sms);
             if (!mkg_plan_eligible(&lk, s))
                 continue;
             memset(plans[i].schedule, s, sizeof plans[i].schedule);
