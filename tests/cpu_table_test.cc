@@ -64,6 +64,16 @@ std::vector<mkg_layer_desc> layers()
 // Index of the block-scaled layer in layers().
 constexpr int kBlockScaled = 6;
 
+// Turns l into a valid block-scaled e4m3 layer (bf16 C, 1 x 128 / 128 x 128 scales, rows for m_max).
+void make_block_scaled(mkg_layer_desc *l)
+{
+    l->in_type = MKG_DTYPE_E4M3;
+    l->c_type = MKG_DTYPE_BF16;
+    l->a_scale = l->b_scale = 1.0f;
+    l->a_block_scales = l->b_block_scales = reinterpret_cast<const float *>(0x40000);
+    l->ld_a_block_scales = l->m_max;
+}
+
 mkg_gpu_info h200()
 {
     mkg_gpu_info g = {};
@@ -339,29 +349,19 @@ TEST(Layers, EveryBadLayerIsNamedWithItsIndex)
          MKG_ERR_BAD_BLOCK_SCALES},
         {"e4m3 block scales: weight scales missing",
          [](mkg_layer_desc *l) {
-             l->in_type = MKG_DTYPE_E4M3;
-             l->c_type = MKG_DTYPE_BF16;
-             l->a_scale = l->b_scale = 1.0f;
-             l->a_block_scales = reinterpret_cast<const float *>(0x40000);
-             l->ld_a_block_scales = l->m_max;
+             make_block_scaled(l);
+             l->b_block_scales = nullptr;
          },
          MKG_ERR_BAD_BLOCK_SCALES},
         {"e4m3 block scales: activation scale rows shorter than m_max",
          [](mkg_layer_desc *l) {
-             l->in_type = MKG_DTYPE_E4M3;
-             l->c_type = MKG_DTYPE_BF16;
-             l->a_scale = l->b_scale = 1.0f;
-             l->a_block_scales = l->b_block_scales = reinterpret_cast<const float *>(0x40000);
+             make_block_scaled(l);
              l->ld_a_block_scales = l->m_max - 1;
          },
          MKG_ERR_BAD_BLOCK_SCALES},
         {"e4m3 block scales: kc other than their 128-deep block",
          [](mkg_layer_desc *l) {
-             l->in_type = MKG_DTYPE_E4M3;
-             l->c_type = MKG_DTYPE_BF16;
-             l->a_scale = l->b_scale = 1.0f;
-             l->a_block_scales = l->b_block_scales = reinterpret_cast<const float *>(0x40000);
-             l->ld_a_block_scales = l->m_max;
+             make_block_scaled(l);
              l->kc = 256;
          },
          MKG_ERR_BAD_BLOCK_SCALES},
