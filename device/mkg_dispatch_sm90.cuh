@@ -487,8 +487,9 @@ static __device__ __forceinline__ void mkg_dispatch_consume_step(const mkg_gemm_
 // scales applied per chunk where the layer has them. The switch sits outside the loop, so only the
 // picked row's accumulators (WN / 2 floats of d and of the fold) are live in it; with caller-owned
 // arrays sized for the widest row, as before, the megakernel kept MKG_CHUNKED_MAX_WN floats live
-// through every task's loop. HOOK: (*on_unit)(u) runs after each unit's last step (the megakernel's
-// timeline stamp); without it on_unit is not touched.
+// through every task's loop. HOOK: mkg_unit_done(on_unit, u) runs after each unit's last step, a free
+// function the caller defines for its hook struct F (the megakernel's timeline stamp; found at
+// instantiation); without HOOK on_unit is not touched.
 template <int DT, int TM, int TN, int TK, int ST, int SWAP, int SPLIT, int KH, bool HOOK, class F>
 static __device__ __forceinline__ void mkg_dispatch_consume_loop(const mkg_gemm_params *p, int m, int u, int stride,
                                                                  int units, int raster, int group, mkg_ring *r,
@@ -520,7 +521,7 @@ static __device__ __forceinline__ void mkg_dispatch_consume_loop(const mkg_gemm_
                 p, m, u, c, raster, group, SPLIT, r, sm, wg, d, tot, &uu, &bs);
             if (++c == mkg_warp_uniform(uu.c1)) {
                 if constexpr (HOOK)
-                    (*on_unit)(u);
+                    mkg_unit_done(on_unit, u);
                 u += stride;
                 if (u < units) {
                     uu = mkg_unit_of<TM, TN, TK, 1, false, KH>(p, m, u, raster, group, SPLIT);
@@ -541,7 +542,7 @@ static __device__ __forceinline__ void mkg_dispatch_consume_loop(const mkg_gemm_
                                                                               sm, wg, d, tot);
         if (++c == c_end) {
             if constexpr (HOOK)
-                (*on_unit)(u);
+                mkg_unit_done(on_unit, u);
             u += stride;
             if (u < units) {
                 mkg_unit_chunk_range(p, u, SPLIT, &c, &c_end);
@@ -571,13 +572,14 @@ static __device__ __forceinline__ void mkg_dispatch_consume_switch(const mkg_gem
     }
 }
 
-// The chunk-stepping consumer loop with on_unit(u) after each unit (a persistent megakernel task).
+// The chunk-stepping consumer loop with mkg_unit_done(on_unit, u) after each unit (a persistent
+// megakernel task; F is the caller's plain hook struct).
 template <int DT, class F>
 static __device__ __forceinline__ void mkg_dispatch_consume_units(const mkg_gemm_params *p, int s, int m, int u0,
                                                                   int stride, int units, mkg_ring *r,
-                                                                  const mkg_smem *sm, int wg, F on_unit)
+                                                                  const mkg_smem *sm, int wg, F *on_unit)
 {
-    mkg_dispatch_consume_switch<DT, true>(p, s, m, u0, stride, units, r, sm, wg, &on_unit);
+    mkg_dispatch_consume_switch<DT, true>(p, s, m, u0, stride, units, r, sm, wg, on_unit);
 }
 
 // The same without a per-unit hook: the consumers of a one-layer or test kernel whose pick has

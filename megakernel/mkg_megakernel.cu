@@ -241,6 +241,33 @@ static __device__ __forceinline__ int mkg_mk_prefetch_ahead(const mkg_mk_args *a
     return ahead;
 }
 
+// The GEMM tasks' per-unit hook (mkg_dispatch_consume_units calls mkg_unit_done after each unit's
+// last step): the unit's timeline entry, from t0 (the previous unit's end, or the task's start).
+struct mkg_mk_unit_hook {
+    const mkg_mk_args *a;
+    int *stamps;                // the CTA's timeline entries so far
+    int task, tid;
+    uint64_t t0;
+};
+
+static __device__ __forceinline__ void mkg_unit_done(mkg_mk_unit_hook *h, int u)
+{
+    if (!h->a->timeline)
+        return;
+#ifdef MKG_MK_PHASES
+    if (h->tid == 0) {
+        volatile unsigned long long *ph = blockIdx.x < MKG_MK_PHASE_CTAS ? mkg_mk_phase_buf[blockIdx.x] : nullptr;
+        mkg_mk_stamp(h->a, h->stamps, h->task, u, h->t0, 0, ph);
+        if (ph)
+            ph[0] = 0;                       // the next unit's first stage
+    }
+#else
+    if (h->tid == 0)
+        mkg_mk_stamp(h->a, h->stamps, h->task, u, h->t0, 0);
+#endif
+    h->t0 = mkg_globaltimer();
+}
+
 // How the GEMMs' ring changes layout under the launch options (mkg_ring_switch).
 static __device__ __forceinline__ int mkg_mk_ring_mode(unsigned int opts)
 {
@@ -314,28 +341,12 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                     a.rows, a.row_count, a.m_cur, op.table_row, a.dispatch_err, &ring, &sm, 0, &p, &m, &units,
                     mkg_mk_ring_mode(a.opts));
                 items = s < 0 ? 0 : units;
-                // One flat loop over (unit, chunk) steps per task (mkg_dispatch_consume_units).
-                uint64_t t0 = a.timeline ? mkg_globaltimer() : 0;
-                auto on_unit = [&](int u) {
-                    if (a.timeline) {
-#ifdef MKG_MK_PHASES
-                        if (tid == 0) {
-                            volatile unsigned long long *ph =
-                                blockIdx.x < MKG_MK_PHASE_CTAS ? mkg_mk_phase_buf[blockIdx.x] : nullptr;
-                            mkg_mk_stamp(&a, &stamps, o, u, t0, 0, ph);
-                            if (ph)
-                                ph[0] = 0;                       // the next unit's first stage
-                        }
-#else
-                        if (tid == 0)
-                            mkg_mk_stamp(&a, &stamps, o, u, t0, 0);
-#endif
-                        t0 = mkg_globaltimer();
-                    }
-                };
+                // One flat loop over (unit, chunk) steps per task (mkg_dispatch_consume_units), which
+                // calls mkg_unit_done(&hook, u) after each unit's last step.
+                mkg_mk_unit_hook hook = {&a, &stamps, o, tid, a.timeline ? mkg_globaltimer() : 0};
                 if (s >= 0)
                     mkg_dispatch_consume_units<MKG_DTYPE_BF16>(p, s, m, mkg_mk_first(me, base), grid, items, &ring, &sm,
-                                                               wg, on_unit);
+                                                               wg, &hook);
                 staged = true;
             } else {
                 items = mkg_warp_uniform(mkg_mk_items(&op, &a.cfg, a.m, a.prefill, a.attn_split));
