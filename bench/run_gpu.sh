@@ -27,6 +27,8 @@
 #                an ignored folder, e.g. build-san2026/bin/compute-sanitizer from the nvidia-cuda-sanitizer-api
 #                13.2.87 wheel (2026.1.1: racecheck false positives with Hopper warpgroup syncs fixed,
 #                bench/NOTES.md, end of session 35); the run log names each run's version.
+#   MKG_BUILD_DIR the build folder (build-gpu in the repository); with the sass stage alone it reads a
+#                build made elsewhere, e.g. on the GPU-less machine with tools/get_sass_tools.sh's cuobjdump
 #   MKG_CMAKE_ARGS extra cmake configure arguments; MKG_TEST_TIMEOUT seconds for the test stage (900)
 #   MKG_BUILD_TARGETS only these build targets; MKG_GPU_TEST_BIN the test stage's binary (mkgemm_gpu_tests).
 #                A quick GEMM-only run: MKG_CMAKE_ARGS=-DMKG_BENCH_DISPATCH=OFF
@@ -37,7 +39,7 @@ set -u -o pipefail
 out=${1:?usage: bench/run_gpu.sh OUTDIR}
 mkdir -p "$out"
 root=$(cd "$(dirname "$0")/.." && pwd)
-build="$root/build-gpu"
+build="${MKG_BUILD_DIR:-$root/build-gpu}"
 stages=",${MKG_STAGES:-build,sass,test,sanitize,bench},"
 log="$out/log.txt"
 # MKG_COMMIT names the committed tree this copy was made from (the lent machine's copy of the
