@@ -15,7 +15,8 @@
 //   3. The same timeline for the bench's one-GEMM dispatch kernel (the schedule picked on the
 //      device from a one-layer table, as in bench/mkg_bench_dispatch.cu), cases marked "disp":
 //      point 2 is then "schedule picked" (after mkg_dispatch_begin) instead of producer start.
-// Usage: mkg_launch_probe [--out FILE.json]   (needs an sm_90 GPU; prints a table)
+// Usage: mkg_launch_probe [--out FILE.json]   (needs an sm_90 GPU; prints a table; MKG_PROBE_CASES
+// lists the cases to run, all by default)
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include "mkg_check.h"
@@ -251,6 +252,22 @@ struct phase_row {
     double branch, dealloc, slot;   // prod split at points 11 and 12 (d3 in bench/NOTES.md)
     int grid;
 };
+
+// Whether `name` is one of the comma-separated names in `list`.
+static bool probe_listed(const char *list, const char *name)
+{
+    const size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        const size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0)
+            return true;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return false;
+}
 
 static phase_row run_case(const probe_case *pc, cudaStream_t st)
 {
@@ -572,7 +589,14 @@ int main(int argc, char **argv)
            PROBE_LAUNCHES - 3);
     printf("%-22s %4s %7s %6s %6s %6s %6s %6s %7s %6s %6s %6s  (prod = %6s %7s %6s)\n", "case", "grid", "launch", "gap",
            "spread", "init", "prod", "first", "kloop", "epi", "drain", "total", "branch", "dealloc", "slot");
+    // MKG_PROBE_CASES=name,name,...: only the cases whose names are listed (a build with
+    // -DMKG_BENCH_DISPATCH_ONLY_SHAPE holds the dispatch rows of one tile shape only).
+    const char *only = getenv("MKG_PROBE_CASES");
+    bool ran[sizeof(cases) / sizeof(cases[0])] = {};
     for (int i = 0; i < ncases; ++i) {
+        if (only && !probe_listed(only, cases[i].name))
+            continue;
+        ran[i] = true;
         rows[i] = run_case(&cases[i], st);
         const phase_row &r = rows[i];
         printf("%-22s %4d %7.2f %6.2f %6.2f %6.2f %6.2f %6.2f %7.2f %6.2f %6.2f %6.2f  (prod = %6.2f %7.2f %6.2f)\n",
@@ -588,7 +612,13 @@ int main(int argc, char **argv)
         fprintf(fp, "{\"gpu\": \"%s\", \"floor_us\": {\"int_param\": %.3f, \"params_by_value\": %.3f, "
                     "\"params_and_smem\": %.3f, \"stamp\": %.3f, \"gap\": %.3f, \"duration\": %.3f},\n \"cases\": [\n",
                 prop.name, us_small, us_params, us_params_smem, us_stamp, median(fgap), median(fdur));
+        int last = -1;
+        for (int i = 0; i < ncases; ++i)
+            if (ran[i])
+                last = i;
         for (int i = 0; i < ncases; ++i) {
+            if (!ran[i])
+                continue;
             const phase_row &r = rows[i];
             fprintf(fp,
                     "  {\"case\": \"%s\", \"rotate\": %d, \"M\": %d, \"N\": %d, \"K\": %d, \"schedule\": \"%s\", \"dispatch\": %d, \"grid\": %d, "
@@ -598,7 +628,7 @@ int main(int argc, char **argv)
                     cases[i].name, cases[i].rotate, cases[i].m, cases[i].n, cases[i].k, cases[i].schedule,
                     cases[i].dispatch, r.grid, r.us_per_launch,
                     r.gap, r.spread, r.init, r.prod, r.first, r.loop, r.epi, r.drain, r.total, r.branch, r.dealloc,
-                    r.slot, i + 1 < ncases ? "," : "");
+                    r.slot, i < last ? "," : "");
         }
         fprintf(fp, " ]}\n");
         fclose(fp);
