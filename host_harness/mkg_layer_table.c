@@ -13,6 +13,8 @@
  * Loading checks every field against the caller's GPU and layer list and only then
  * writes the plans, so a bad file leaves the cost-model plans in place. Format 2 added
  * bscales (1: the layer has e4m3 block scales); a format-1 file reads as another version.
+ * kc is the plan's chunk: the layer's own when it names one or has block scales, else any chunk
+ * valid for the layer (a caller's plans may use another than the planner's; 0 is one chunk).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -183,6 +185,22 @@ static int mkg_next_line(const char *text, size_t n, size_t *pos, char *line, si
     return 1;
 }
 
+/* 1 if a table file may give layer l the chunk kc: the layer's own chunk when it names one or
+ * has block scales; when it leaves the chunk to the library, any chunk valid for it, since the
+ * file may hold a caller's plans (mkg_table_create takes them with their own kc, and
+ * mkg_table_save writes that kc; 0 is one chunk). */
+static int mkg_table_kc_ok(const mkg_layer_desc *l, int kc, int sms)
+{
+    if (kc == mkg_layer_kc(l, sms))
+        return 1;
+    if (l->kc > 0 || l->a_block_scales)
+        return 0;
+    mkg_layer_desc lk = *l;
+    lk.kc = kc;
+    int bad;
+    return mkg_layers_validate(&lk, 1, &bad) == MKG_OK;
+}
+
 static mkg_status mkg_table_parse(const char *text, size_t body, const mkg_gpu_info *g,
                                   const mkg_layer_desc *layers, mkg_layer_plan *out, int count)
 {
@@ -218,7 +236,7 @@ static mkg_status mkg_table_parse(const char *text, size_t body, const mkg_gpu_i
             return MKG_ERR_TABLE_CORRUPT;
         const mkg_layer_desc *l = &layers[i];
         if (n != l->n || k != l->k || strcmp(in, mkg_dtype_name(l->in_type)) != 0 ||
-            strcmp(o, mkg_dtype_name(l->c_type)) != 0 || kc != mkg_layer_kc(l, g->sms) || mmax != l->m_max ||
+            strcmp(o, mkg_dtype_name(l->c_type)) != 0 || !mkg_table_kc_ok(l, kc, g->sms) || mmax != l->m_max ||
             bscales != (l->a_block_scales != NULL))
             return MKG_ERR_TABLE_LAYER;
         if (buckets != mkg_bucket_count(l->m_max))

@@ -270,6 +270,41 @@ TEST_F(Table, AnotherLayerList)
               MKG_ERR_TABLE_LAYER);
 }
 
+// A caller's plans may use another chunk than the planner's on a layer that leaves kc to the
+// library (one chunk as kc 0, or a deeper chunk): mkg_table_create takes them, so the file that
+// mkg_table_save writes from them loads back with the same kc. A layer that names its own kc keeps
+// it: a file with another is another layer list, and so is a chunk the layer cannot have.
+TEST_F(Table, CallerPlansWithTheirOwnChunkRoundTrip)
+{
+    std::vector<mkg_layer_desc> pinned = ls_;
+    pinned[0].kc = pinned[0].k;                                 // one chunk
+    pinned[3].kc = 4096;                                        // K = 8192 in two chunks
+    ASSERT_NE(mkg_layer_kc(&ls_[3], g_.sms), 4096) << "the planner's own chunk would not test anything";
+    std::vector<mkg_layer_plan> plans(ls_.size());
+    ASSERT_EQ(mkg_layers_plan(&cm_, pinned.data(), static_cast<int>(pinned.size()), &g_, plans.data()), MKG_OK);
+    plans[0].kc = 0;                                            // one chunk, as a caller may write it
+    ASSERT_EQ(mkg_table_save(path_.c_str(), &g_, ls_.data(), plans.data(), static_cast<int>(ls_.size())), MKG_OK);
+    std::vector<mkg_layer_plan> got(ls_.size());
+    ASSERT_EQ(mkg_table_load(path_.c_str(), &g_, ls_.data(), got.data(), static_cast<int>(ls_.size())), MKG_OK);
+    for (size_t i = 0; i < ls_.size(); ++i) {
+        EXPECT_EQ(got[i].kc, plans[i].kc) << "layer " << i;
+        ASSERT_EQ(got[i].buckets, plans[i].buckets);
+        for (int b = 0; b < got[i].buckets; ++b)
+            EXPECT_EQ(got[i].schedule[b], plans[i].schedule[b]) << "layer " << i << " bucket " << b;
+    }
+    // The layer list naming kc 2048 for layer 3 refuses the file's 4096.
+    std::vector<mkg_layer_desc> other = ls_;
+    other[3].kc = 2048;
+    EXPECT_EQ(mkg_table_load(path_.c_str(), &g_, other.data(), got.data(), static_cast<int>(other.size())),
+              MKG_ERR_TABLE_LAYER);
+    // A chunk that is not a whole number of 64-element stage rows, correctly signed.
+    std::string text = slurp(path_);
+    const size_t at = text.find(" kc 4096 ");
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, 9, " kc 4000 ");
+    expect_load(resign(text), MKG_ERR_TABLE_LAYER);
+}
+
 // Plans a caller hands to mkg_table_create are checked per bucket before any device work (so
 // this runs without a GPU): a two-sub-tile row on K = 192 (three 64-deep tiles) is refused with
 // its own status, and a row that cannot fold the layer's chunks as ineligible.
