@@ -1137,11 +1137,12 @@ static void mkg_bench_mean_print(const char *what, const mkg_bench_mean *g)
 
 void mkg_bench_print_summary(const mkg_bench_row *rows, int count, mkg_dtype dt)
 {
-    mkg_bench_mean big, big_oracle, big_tuned, all, pick, pick_same, tuned_pick, big_pdl, small_oracle, small_pdl;
+    mkg_bench_mean big, big_oracle, big_tuned, all, pick, pick_same, tuned_pick, tuned_same, big_pdl, small_oracle,
+        small_pdl;
     const mkg_bench_row *square = NULL;
     int seen = 0, differ = 0, undispatched = 0;
     memset(&big, 0, sizeof big);
-    big_oracle = big_tuned = all = pick = pick_same = tuned_pick = big_pdl = small_oracle = small_pdl = big;
+    big_oracle = big_tuned = all = pick = pick_same = tuned_pick = tuned_same = big_pdl = small_oracle = small_pdl = big;
     int pdl_differ = 0;
     for (int i = 0; i < count; ++i) {
         const mkg_bench_row *r = &rows[i];
@@ -1161,6 +1162,9 @@ void mkg_bench_print_summary(const mkg_bench_row *rows, int count, mkg_dtype dt)
             mkg_bench_mean_add(&pick_same, r->oracle_us / r->sched_us[r->schedule], r);
         if (r->tuned)
             mkg_bench_mean_add(&tuned_pick, r->oracle_us / r->tuned_us, r);
+        if (r->tuned && r->tuned_schedule >= 0 && r->tuned_schedule < MKG_SCHED_COUNT &&
+            r->eligible[r->tuned_schedule] && r->sched_us[r->tuned_schedule] > 0)
+            mkg_bench_mean_add(&tuned_same, r->oracle_us / r->sched_us[r->tuned_schedule], r);
         if (r->m < 512) {
             mkg_bench_mean_add(&small_oracle, r->cublas_best_us / r->oracle_us, r);
             if (r->oracle_pdl >= 0)
@@ -1209,6 +1213,9 @@ void mkg_bench_print_summary(const mkg_bench_row *rows, int count, mkg_dtype dt)
                              &pick_same);
     if (tuned_pick.count > 0)
         mkg_bench_mean_print("tuned pick vs oracle, all rows (oracle_us / tuned_us)", &tuned_pick);
+    if (tuned_same.count > 0)
+        mkg_bench_mean_print("tuned pick vs oracle, same kernel (oracle_us / the tuned pick's shipped-kernel us)",
+                             &tuned_same);
     if (differ > 0)
         printf("  dispatched C differs from the oracle's bits in %d rows\n", differ);
     else
