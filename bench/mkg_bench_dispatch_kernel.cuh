@@ -2,8 +2,9 @@
  * mkg_bench_dispatch.cu), in a header so that tools/launch_probe.cu instruments this very code:
  * its MKG_PROBE marks are empty unless the includer defines them (device/mkg_ptx_sm90.cuh).
  * Point 2 is "schedule picked" here (the shipped kernel's is "producer start"); the pick itself
- * runs on warp 1 beside the barrier init, so it lands in point 1. Points 11 and 12 split the
- * producer's start: its branch reached, its registers released (d3 in bench/NOTES.md).
+ * runs on warp 1 beside the barrier init, so it lands in point 1. Points 13, 11 and 12 split the
+ * producer's start: the role branch next (the CTA's rank known), its branch reached, its
+ * registers released (d3, d4 in bench/NOTES.md).
  * CHUNKS = 1 is the chunk-stepping form for chunked and block-scaled layers: a CHUNKS = 1 pick, the
  * chunked producer and mkg_dispatch_consume_chunked (run-time epilogue, OT = -1), chunk-folding rows.
  */
@@ -11,6 +12,15 @@
 #define MKG_BENCH_DISPATCH_KERNEL_CUH
 
 #include "mkg_dispatch_sm90.cuh"
+
+// The thread that starts the layer's row and tensor maps towards the caches (d4 in bench/NOTES.md):
+// 0, the producer thread, which also sets up the barriers; or an otherwise idle thread of the
+// producer warpgroup (warps 2 and 3), so that the producer's own memory pipe holds none of it.
+#ifndef MKG_BENCH_PREFETCH_THREAD
+#define MKG_BENCH_PREFETCH_THREAD 0
+#endif
+static_assert(MKG_BENCH_PREFETCH_THREAD == 0 || (MKG_BENCH_PREFETCH_THREAD >= 64 && MKG_BENCH_PREFETCH_THREAD < 128),
+              "the prefetching thread: 0, or one of warps 2 and 3 (warp 1 picks)");
 
 template <int DT, int OT, int CHUNKS = 0>
 __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1)
@@ -25,10 +35,13 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
     // picks the schedule (v47 in bench/NOTES.md): the CTA barrier then waits for the slower.
     if (threadIdx.x == 0) {
         MKG_PROBE(0);
-        mkg_dispatch_prefetch_maps(rows, count, layer);
+        if (MKG_BENCH_PREFETCH_THREAD == 0)
+            mkg_dispatch_prefetch_maps(rows, count, layer);
         mkg_smem_init(&sm);
     } else if (threadIdx.x / 32 == 1) {
         mkg_dispatch_pick_warp<DT, CHUNKS, OT>(rows, count, m_cur, layer, err, &slot);
+    } else if (MKG_BENCH_PREFETCH_THREAD != 0 && threadIdx.x == MKG_BENCH_PREFETCH_THREAD) {
+        mkg_dispatch_prefetch_maps(rows, count, layer);
     }
     __syncthreads();
     if (threadIdx.x == 0)
@@ -48,6 +61,8 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
     mkg_ring ring = mkg_ring_start();
     const mkg_gemm_params *p = NULL;
     int m = 0, units = 0;
+    if (threadIdx.x == 0)
+        MKG_PROBE(13);                               // rank known, the role branch next (d4)
     if (threadIdx.x < 128) {
         if (threadIdx.x == 0)
             MKG_PROBE(11);                           // the producers' branch reached (d3)

@@ -132,6 +132,8 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
     mkg_griddep_launch_dependents();
     if (threadIdx.x == 0)
         MKG_PROBE(1);
+    if (threadIdx.x == 0)
+        MKG_PROBE(13);                               // the role branch next (d4)
 
     if (threadIdx.x < 128) {
         if (threadIdx.x == 0)

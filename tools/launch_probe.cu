@@ -9,8 +9,8 @@
 //      next one's first entry (globaltimer).
 //   2. The phase timeline of the shipped kernel itself, instantiated here with probe hooks
 //      (MKG_PROBE in device/): per CTA, globaltimer at entry (0), after barrier init (1),
-//      producer start (2; inside it the producers' branch reached (11) and setmaxnreg.dec done
-//      (12)), and per consumer warpgroup w the first full stage (3 + 4w), the
+//      producer start (2; inside it the role branch next (13), the producers' branch reached (11)
+//      and setmaxnreg.dec done (12)), and per consumer warpgroup w the first full stage (3 + 4w), the
 //      K loop drained (4 + 4w), the epilogue issued (5 + 4w) and its stores read (6 + 4w).
 //   3. The same timeline for the bench's one-GEMM dispatch kernel (the schedule picked on the
 //      device from a one-layer table, as in bench/mkg_bench_dispatch.cu), cases marked "disp":
@@ -30,7 +30,7 @@
 
 #define PROBE_LAUNCHES 64
 #define PROBE_CTAS 160
-#define PROBE_POINTS 13
+#define PROBE_POINTS 14
 
 __device__ unsigned long long g_probe_t[PROBE_LAUNCHES][PROBE_CTAS][PROBE_POINTS];
 __device__ unsigned int g_probe_epoch;
@@ -250,6 +250,7 @@ static double median(std::vector<double> v)
 struct phase_row {
     double us_per_launch, gap, spread, init, prod, first, loop, epi, drain, total;
     double branch, dealloc, slot;   // prod split at points 11 and 12 (d3 in bench/NOTES.md)
+    double rank, jump;              // branch split at point 13 (d4)
     int grid;
 };
 
@@ -409,7 +410,7 @@ static phase_row run_case(const probe_case *pc, cudaStream_t st)
         fprintf(stderr, "launch_probe: %s: %u epochs recorded, %d launches\n", pc->name, epoch, launches);
         exit(1);
     }
-    std::vector<double> gap, spread, init, prod, first, loop, epi, drain, total, branch, dealloc, slot;
+    std::vector<double> gap, spread, init, prod, first, loop, epi, drain, total, branch, dealloc, slot, rank, jump;
     for (int e = 2; e < launches - 1; ++e) {
         unsigned long long emin = ~0ull, emax = 0, xmax = 0, nmin = ~0ull;
         for (int b = 0; b < grid; ++b) {
@@ -426,6 +427,8 @@ static phase_row run_case(const probe_case *pc, cudaStream_t st)
             init.push_back((double)(long long)(q[1] - q[0]) * 1e-3);
             prod.push_back((double)(long long)(q[2] - q[1]) * 1e-3);
             branch.push_back((double)(long long)(q[11] - q[1]) * 1e-3);
+            rank.push_back((double)(long long)(q[13] - q[1]) * 1e-3);
+            jump.push_back((double)(long long)(q[11] - q[13]) * 1e-3);
             dealloc.push_back((double)(long long)(q[12] - q[11]) * 1e-3);
             slot.push_back((double)(long long)(q[2] - q[12]) * 1e-3);
             first.push_back((double)(long long)(q[3] - q[2]) * 1e-3);
@@ -465,6 +468,7 @@ static phase_row run_case(const probe_case *pc, cudaStream_t st)
     row.init = median(init), row.prod = median(prod), row.first = median(first);
     row.loop = median(loop), row.epi = median(epi), row.drain = median(drain);
     row.branch = median(branch), row.dealloc = median(dealloc), row.slot = median(slot);
+    row.rank = median(rank), row.jump = median(jump);
     row.grid = grid;
     CK(cudaGraphExecDestroy(ge));
     CK(cudaGraphDestroy(g));
@@ -587,8 +591,9 @@ int main(int argc, char **argv)
            "except _l2 cases; per-CTA phases are medians over CTAs; gap = last exit to next launch's first\n"
            "entry, inflated by the probe's own end-of-launch atomics)\n",
            PROBE_LAUNCHES - 3);
-    printf("%-22s %4s %7s %6s %6s %6s %6s %6s %7s %6s %6s %6s  (prod = %6s %7s %6s)\n", "case", "grid", "launch", "gap",
-           "spread", "init", "prod", "first", "kloop", "epi", "drain", "total", "branch", "dealloc", "slot");
+    printf("%-22s %4s %7s %6s %6s %6s %6s %6s %7s %6s %6s %6s  (prod = %6s %7s %6s; branch = %5s %5s)\n", "case",
+           "grid", "launch", "gap", "spread", "init", "prod", "first", "kloop", "epi", "drain", "total", "branch",
+           "dealloc", "slot", "rank", "jump");
     // MKG_PROBE_CASES=name,name,...: only the cases whose names are listed (a build with
     // -DMKG_BENCH_DISPATCH_ONLY_SHAPE holds the dispatch rows of one tile shape only).
     const char *only = getenv("MKG_PROBE_CASES");
@@ -599,9 +604,10 @@ int main(int argc, char **argv)
         ran[i] = true;
         rows[i] = run_case(&cases[i], st);
         const phase_row &r = rows[i];
-        printf("%-22s %4d %7.2f %6.2f %6.2f %6.2f %6.2f %6.2f %7.2f %6.2f %6.2f %6.2f  (prod = %6.2f %7.2f %6.2f)\n",
+        printf("%-22s %4d %7.2f %6.2f %6.2f %6.2f %6.2f %6.2f %7.2f %6.2f %6.2f %6.2f  (prod = %6.2f %7.2f %6.2f; "
+               "branch = %5.2f %5.2f)\n",
                cases[i].name, r.grid, r.us_per_launch, r.gap, r.spread, r.init, r.prod, r.first, r.loop, r.epi, r.drain,
-               r.total, r.branch, r.dealloc, r.slot);
+               r.total, r.branch, r.dealloc, r.slot, r.rank, r.jump);
     }
     if (out) {
         FILE *fp = fopen(out, "w");
@@ -624,11 +630,12 @@ int main(int argc, char **argv)
                     "  {\"case\": \"%s\", \"rotate\": %d, \"M\": %d, \"N\": %d, \"K\": %d, \"schedule\": \"%s\", \"dispatch\": %d, \"grid\": %d, "
                     "\"us_per_launch\": %.3f, \"gap\": %.3f, \"entry_spread\": %.3f, \"init\": %.3f, \"producer_start\": %.3f, "
                     "\"first_stage\": %.3f, \"k_loop\": %.3f, \"epilogue\": %.3f, \"drain\": %.3f, \"total\": %.3f, "
-                    "\"prod_branch\": %.3f, \"prod_dealloc\": %.3f, \"prod_slot\": %.3f}%s\n",
+                    "\"prod_branch\": %.3f, \"prod_dealloc\": %.3f, \"prod_slot\": %.3f, \"branch_rank\": %.3f, "
+                    "\"branch_jump\": %.3f}%s\n",
                     cases[i].name, cases[i].rotate, cases[i].m, cases[i].n, cases[i].k, cases[i].schedule,
                     cases[i].dispatch, r.grid, r.us_per_launch,
                     r.gap, r.spread, r.init, r.prod, r.first, r.loop, r.epi, r.drain, r.total, r.branch, r.dealloc,
-                    r.slot, i < last ? "," : "");
+                    r.slot, r.rank, r.jump, i < last ? "," : "");
         }
         fprintf(fp, " ]}\n");
         fclose(fp);
