@@ -21,37 +21,34 @@ mkg_bench_dispatch_kernel(const mkg_layer_dev *__restrict__ rows, int count, con
     static_assert(!(CHUNKS && OT >= 0), "the chunk-stepping consumers keep the run-time epilogue");
     extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
     __shared__ mkg_dispatch_slot slot;
-    __shared__ int cta_rank, cta_grid;
     const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
     // Thread 0 starts the tensor maps towards the L2 and sets up the barriers while warp 1
     // picks the schedule (v47 in bench/NOTES.md): the CTA barrier then waits for the slower.
-    // Warp 1's lane 0 also works out this CTA's rank in unit order (mkg_bench_dispatch_order):
-    // 3 (the default) by the order its pick chose (mkg_row_spreads: rows of at most 64 rows or
-    // one M tile even CTAs first, longer rows with several M tiles blockIdx; v82-v83 in
-    // bench/NOTES.md), 1 even CTAs first for every row (mkg_cta_rank_spread, v71), 0 blockIdx,
-    // 2 even SMs first by %smid (a diagnostic: right only while every SM runs exactly one CTA of
-    // the grid, which the host checks it can be).
-    // NOTE: before the barrier, not after it: gridDim is the only constant the kernel had not
-    // read by then, and reading it after the barrier held every warp ~1 us (d4 in bench/NOTES.md).
     if (threadIdx.x == 0) {
         MKG_PROBE(0);
         mkg_dispatch_prefetch_maps(rows, count, layer);
         mkg_smem_init(&sm);
+        MKG_PROBE_ANY(15);                           // thread 0 at the CTA barrier (d5)
     } else if (threadIdx.x / 32 == 1) {
         mkg_dispatch_pick_warp<DT, CHUNKS, OT>(rows, count, m_cur, layer, err, &slot);
-        if (threadIdx.x == 32) {
-            const int b = (int)blockIdx.x, g = (int)gridDim.x;
-            cta_grid = g;
-            cta_rank = order == 3   ? mkg_cta_rank_for_row(b, g, slot.spread)
-                       : order == 1 ? mkg_cta_rank_spread(b, g)
-                       : order == 2 ? mkg_cta_rank_spread(mkg_smid(), g)
-                                    : b;
-        }
+        if (threadIdx.x == 32)
+            MKG_PROBE_ANY(14);                       // the pick done (d5)
     }
     __syncthreads();
     if (threadIdx.x == 0)
         MKG_PROBE(1);
-    const int grid = mkg_warp_uniform(cta_grid), rank = mkg_warp_uniform(cta_rank);
+
+    // This CTA's rank in unit order (mkg_bench_dispatch_order): 3 (the default) by the order
+    // that warp 1's pick left in the slot (mkg_row_spreads: rows of at most 64 rows or one M
+    // tile even CTAs first, longer rows with several M tiles blockIdx; v82-v83 in
+    // bench/NOTES.md), 1 even CTAs first for every row (mkg_cta_rank_spread, v71), 0 blockIdx, 2
+    // even SMs first by %smid (a diagnostic: right only while every SM runs exactly one CTA of
+    // the grid, which the host checks it can be).
+    const int b = (int)blockIdx.x, grid = (int)gridDim.x;
+    const int rank = mkg_warp_uniform(order == 3   ? mkg_cta_rank_for_row(b, grid, slot.spread)
+                                      : order == 1 ? mkg_cta_rank_spread(b, grid)
+                                      : order == 2 ? mkg_cta_rank_spread(mkg_smid(), grid)
+                                                   : b);
     mkg_ring ring = mkg_ring_start();
     const mkg_gemm_params *p = NULL;
     int m = 0, units = 0;

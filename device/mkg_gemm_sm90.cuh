@@ -116,6 +116,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
         mkg_smem_init(&sm, CK ? 1 : CL);
         if constexpr (CK)
             mkg_fold_init(&sm, CL);
+        MKG_PROBE_ANY(15);                           // thread 0 at the CTA barrier
         // NOTE: the first unit's loads are not issued here, before the CTA barrier: tried
         // (session 6, tools/launch_probe.cu), the first TMA issue stalls this thread ~1 us
         // and the consumers then wait at the barrier for all of the unit's first stages;

@@ -433,6 +433,10 @@ static __device__ __forceinline__ uint64_t mkg_globaltimer(void)
 #ifndef MKG_PROBE_DONE
 #define MKG_PROBE_DONE() ((void)0)
 #endif
+// MKG_PROBE_ANY(point): the calling thread stamps the point, whichever warpgroup it is in.
+#ifndef MKG_PROBE_ANY
+#define MKG_PROBE_ANY(point) ((void)0)
+#endif
 // MKG_PROBE_STAGE(event, kt): per-stage marks of the K loop (K tile kt of the unit): 0 the
 // producer starts waiting for an empty slot, 1 its loads are issued, 2 + w consumer warpgroup w
 // has seen the stage land, 4 + w it has released the stage before (wgmma retired).

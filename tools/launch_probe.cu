@@ -30,7 +30,7 @@
 
 #define PROBE_LAUNCHES 64
 #define PROBE_CTAS 160
-#define PROBE_POINTS 14
+#define PROBE_POINTS 16
 
 __device__ unsigned long long g_probe_t[PROBE_LAUNCHES][PROBE_CTAS][PROBE_POINTS];
 __device__ unsigned int g_probe_epoch;
@@ -49,8 +49,17 @@ __shared__ unsigned long long s_probe[PROBE_POINTS];   // this CTA's stamps of t
 // round trip on the timeline); probe_done copies the warpgroup's stamps out afterwards.
 static __device__ __forceinline__ void probe_mark(int point)
 {
-    if ((threadIdx.x & 127) == 0)
+    if ((threadIdx.x & 127) == 0) {
+        if (point == 0)
+            s_probe[14] = 0;                        // the pick's point: none in the shipped kernel
         s_probe[point] = probe_now();
+    }
+}
+
+// Any thread stamps `point` (MKG_PROBE_ANY: the dispatch kernel's pick warp, d5).
+static __device__ __forceinline__ void probe_mark_any(int point)
+{
+    s_probe[point] = probe_now();
 }
 
 // Called once by the producer thread and once by each consumer warpgroup's first thread
@@ -99,6 +108,7 @@ static __device__ __forceinline__ void probe_stage(int ev, int kt)
 
 #define MKG_PROBE_STAGE(ev, kt) probe_stage(ev, kt)
 #define MKG_PROBE(point) probe_mark(point)
+#define MKG_PROBE_ANY(point) probe_mark_any(point)
 #define MKG_PROBE_DONE() probe_done()
 // A name of its own, so these instantiations never meet the library's (same template
 // arguments, no hooks) at link time.
@@ -251,6 +261,7 @@ struct phase_row {
     double us_per_launch, gap, spread, init, prod, first, loop, epi, drain, total;
     double branch, dealloc, slot;   // prod split at points 11 and 12 (d3 in bench/NOTES.md)
     double rank, jump;              // branch split at point 13 (d4)
+    double pick, arrive;            // 0 -> 14 the pick done, 0 -> 15 thread 0 at the barrier (d5)
     int grid;
 };
 
@@ -410,7 +421,8 @@ static phase_row run_case(const probe_case *pc, cudaStream_t st)
         fprintf(stderr, "launch_probe: %s: %u epochs recorded, %d launches\n", pc->name, epoch, launches);
         exit(1);
     }
-    std::vector<double> gap, spread, init, prod, first, loop, epi, drain, total, branch, dealloc, slot, rank, jump;
+    std::vector<double> gap, spread, init, prod, first, loop, epi, drain, total, branch, dealloc, slot, rank, jump, pick,
+        arrive;
     for (int e = 2; e < launches - 1; ++e) {
         unsigned long long emin = ~0ull, emax = 0, xmax = 0, nmin = ~0ull;
         for (int b = 0; b < grid; ++b) {
@@ -429,6 +441,8 @@ static phase_row run_case(const probe_case *pc, cudaStream_t st)
             branch.push_back((double)(long long)(q[11] - q[1]) * 1e-3);
             rank.push_back((double)(long long)(q[13] - q[1]) * 1e-3);
             jump.push_back((double)(long long)(q[11] - q[13]) * 1e-3);
+            pick.push_back(q[14] ? (double)(long long)(q[14] - q[0]) * 1e-3 : 0.0);
+            arrive.push_back((double)(long long)(q[15] - q[0]) * 1e-3);
             dealloc.push_back((double)(long long)(q[12] - q[11]) * 1e-3);
             slot.push_back((double)(long long)(q[2] - q[12]) * 1e-3);
             first.push_back((double)(long long)(q[3] - q[2]) * 1e-3);
@@ -469,6 +483,7 @@ static phase_row run_case(const probe_case *pc, cudaStream_t st)
     row.loop = median(loop), row.epi = median(epi), row.drain = median(drain);
     row.branch = median(branch), row.dealloc = median(dealloc), row.slot = median(slot);
     row.rank = median(rank), row.jump = median(jump);
+    row.pick = median(pick), row.arrive = median(arrive);
     row.grid = grid;
     CK(cudaGraphExecDestroy(ge));
     CK(cudaGraphDestroy(g));
@@ -591,9 +606,9 @@ int main(int argc, char **argv)
            "except _l2 cases; per-CTA phases are medians over CTAs; gap = last exit to next launch's first\n"
            "entry, inflated by the probe's own end-of-launch atomics)\n",
            PROBE_LAUNCHES - 3);
-    printf("%-22s %4s %7s %6s %6s %6s %6s %6s %7s %6s %6s %6s  (prod = %6s %7s %6s; branch = %5s %5s)\n", "case",
+    printf("%-22s %4s %7s %6s %6s %6s %6s %6s %7s %6s %6s %6s  (prod = %6s %7s %6s; branch = %5s %5s; init: %5s %6s)\n", "case",
            "grid", "launch", "gap", "spread", "init", "prod", "first", "kloop", "epi", "drain", "total", "branch",
-           "dealloc", "slot", "rank", "jump");
+           "dealloc", "slot", "rank", "jump", "pick", "arrive");
     // MKG_PROBE_CASES=name,name,...: only the cases whose names are listed (a build with
     // -DMKG_BENCH_DISPATCH_ONLY_SHAPE holds the dispatch rows of one tile shape only).
     const char *only = getenv("MKG_PROBE_CASES");
@@ -605,9 +620,9 @@ int main(int argc, char **argv)
         rows[i] = run_case(&cases[i], st);
         const phase_row &r = rows[i];
         printf("%-22s %4d %7.2f %6.2f %6.2f %6.2f %6.2f %6.2f %7.2f %6.2f %6.2f %6.2f  (prod = %6.2f %7.2f %6.2f; "
-               "branch = %5.2f %5.2f)\n",
+               "branch = %5.2f %5.2f; init: %5.2f %6.2f)\n",
                cases[i].name, r.grid, r.us_per_launch, r.gap, r.spread, r.init, r.prod, r.first, r.loop, r.epi, r.drain,
-               r.total, r.branch, r.dealloc, r.slot, r.rank, r.jump);
+               r.total, r.branch, r.dealloc, r.slot, r.rank, r.jump, r.pick, r.arrive);
     }
     if (out) {
         FILE *fp = fopen(out, "w");
