@@ -1142,7 +1142,8 @@ void mkg_bench_print_summary(const mkg_bench_row *rows, int count, mkg_dtype dt)
     const mkg_bench_row *square = NULL;
     int seen = 0, differ = 0, undispatched = 0;
     memset(&big, 0, sizeof big);
-    big_oracle = big_tuned = all = pick = pick_same = tuned_pick = tuned_same = big_pdl = small_oracle = small_pdl = big;
+    big_oracle = big_tuned = all = pick = pick_same = tuned_pick = tuned_same = big_pdl = small_oracle = big;
+    small_pdl = big;
     int pdl_differ = 0;
     for (int i = 0; i < count; ++i) {
         const mkg_bench_row *r = &rows[i];

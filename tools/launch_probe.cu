@@ -421,8 +421,8 @@ static phase_row run_case(const probe_case *pc, cudaStream_t st)
         fprintf(stderr, "launch_probe: %s: %u epochs recorded, %d launches\n", pc->name, epoch, launches);
         exit(1);
     }
-    std::vector<double> gap, spread, init, prod, first, loop, epi, drain, total, branch, dealloc, slot, rank, jump, pick,
-        arrive;
+    std::vector<double> gap, spread, init, prod, first, loop, epi, drain, total, branch, dealloc, slot, rank, jump;
+    std::vector<double> pick, arrive;
     for (int e = 2; e < launches - 1; ++e) {
         unsigned long long emin = ~0ull, emax = 0, xmax = 0, nmin = ~0ull;
         for (int b = 0; b < grid; ++b) {
@@ -606,8 +606,9 @@ int main(int argc, char **argv)
            "except _l2 cases; per-CTA phases are medians over CTAs; gap = last exit to next launch's first\n"
            "entry, inflated by the probe's own end-of-launch atomics)\n",
            PROBE_LAUNCHES - 3);
-    printf("%-22s %4s %7s %6s %6s %6s %6s %6s %7s %6s %6s %6s  (prod = %6s %7s %6s; branch = %5s %5s; init: %5s %6s)\n", "case",
-           "grid", "launch", "gap", "spread", "init", "prod", "first", "kloop", "epi", "drain", "total", "branch",
+    printf("%-22s %4s %7s %6s %6s %6s %6s %6s %7s %6s %6s %6s  (prod = %6s %7s %6s; branch = %5s %5s; "
+           "init: %5s %6s)\n",
+           "case", "grid", "launch", "gap", "spread", "init", "prod", "first", "kloop", "epi", "drain", "total", "branch",
            "dealloc", "slot", "rank", "jump", "pick", "arrive");
     // MKG_PROBE_CASES=name,name,...: only the cases whose names are listed (a build with
     // -DMKG_BENCH_DISPATCH_ONLY_SHAPE holds the dispatch rows of one tile shape only).
