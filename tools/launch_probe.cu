@@ -608,8 +608,8 @@ int main(int argc, char **argv)
            PROBE_LAUNCHES - 3);
     printf("%-22s %4s %7s %6s %6s %6s %6s %6s %7s %6s %6s %6s  (prod = %6s %7s %6s; branch = %5s %5s; "
            "init: %5s %6s)\n",
-           "case", "grid", "launch", "gap", "spread", "init", "prod", "first", "kloop", "epi", "drain", "total", "branch",
-           "dealloc", "slot", "rank", "jump", "pick", "arrive");
+           "case", "grid", "launch", "gap", "spread", "init", "prod", "first", "kloop", "epi", "drain", "total",
+           "branch", "dealloc", "slot", "rank", "jump", "pick", "arrive");
     // MKG_PROBE_CASES=name,name,...: only the cases whose names are listed (a build with
     // -DMKG_BENCH_DISPATCH_ONLY_SHAPE holds the dispatch rows of one tile shape only).
     const char *only = getenv("MKG_PROBE_CASES");
