@@ -49,11 +49,8 @@ __shared__ unsigned long long s_probe[PROBE_POINTS];   // this CTA's stamps of t
 // round trip on the timeline); probe_done copies the warpgroup's stamps out afterwards.
 static __device__ __forceinline__ void probe_mark(int point)
 {
-    if ((threadIdx.x & 127) == 0) {
-        if (point == 0)
-            s_probe[14] = 0;                        // the pick's point: none in the shipped kernel
+    if ((threadIdx.x & 127) == 0)
         s_probe[point] = probe_now();
-    }
 }
 
 // Any thread stamps `point` (MKG_PROBE_ANY: the dispatch kernel's pick warp, d5).
@@ -441,7 +438,7 @@ static phase_row run_case(const probe_case *pc, cudaStream_t st)
             branch.push_back((double)(long long)(q[11] - q[1]) * 1e-3);
             rank.push_back((double)(long long)(q[13] - q[1]) * 1e-3);
             jump.push_back((double)(long long)(q[11] - q[13]) * 1e-3);
-            pick.push_back(q[14] ? (double)(long long)(q[14] - q[0]) * 1e-3 : 0.0);
+            pick.push_back(pc->dispatch ? (double)(long long)(q[14] - q[0]) * 1e-3 : 0.0);   // none when shipped
             arrive.push_back((double)(long long)(q[15] - q[0]) * 1e-3);
             dealloc.push_back((double)(long long)(q[12] - q[11]) * 1e-3);
             slot.push_back((double)(long long)(q[2] - q[12]) * 1e-3);
@@ -647,11 +644,11 @@ int main(int argc, char **argv)
                     "\"us_per_launch\": %.3f, \"gap\": %.3f, \"entry_spread\": %.3f, \"init\": %.3f, \"producer_start\": %.3f, "
                     "\"first_stage\": %.3f, \"k_loop\": %.3f, \"epilogue\": %.3f, \"drain\": %.3f, \"total\": %.3f, "
                     "\"prod_branch\": %.3f, \"prod_dealloc\": %.3f, \"prod_slot\": %.3f, \"branch_rank\": %.3f, "
-                    "\"branch_jump\": %.3f}%s\n",
+                    "\"branch_jump\": %.3f, \"pick\": %.3f, \"arrive\": %.3f}%s\n",
                     cases[i].name, cases[i].rotate, cases[i].m, cases[i].n, cases[i].k, cases[i].schedule,
                     cases[i].dispatch, r.grid, r.us_per_launch,
                     r.gap, r.spread, r.init, r.prod, r.first, r.loop, r.epi, r.drain, r.total, r.branch, r.dealloc,
-                    r.slot, r.rank, r.jump, i < last ? "," : "");
+                    r.slot, r.rank, r.jump, r.pick, r.arrive, i < last ? "," : "");
         }
         fprintf(fp, " ]}\n");
         fclose(fp);
