@@ -165,85 +165,140 @@ static __device__ __forceinline__ int mkg_dispatch_units(const mkg_gemm_params *
     return mkg_dispatch_units_of<ONE>(s, m, p->n, p->k, p->kc, &tiles_m);
 }
 
+// ---- v90: the warp pick as straight-line code ----------------------------------------
+//
+// The pick runs once per launch on code no warp has run before: with the per-lane offsets from a
+// branch tree and the schedule's facts from switches over every row it was ~830 instructions
+// with ~170 branches, each taken branch into a cold instruction line a round trip to the L2 or
+// DRAM, on the launch's path to the producer's first load (d5 in bench/NOTES.md). Here every lane
+// loads its word with no branch (offsets unpacked from constants), the chosen schedule's facts
+// come from a chain of selects (mkg_dispatch_geom) and the checks are selects.
+
+// A schedule's facts for the warp pick, one word: TM (bits 0-8), TN (9-17), SPLIT (18-22), the
+// dispatcher runs it (bit 23, mkg_dispatch_runs), it folds K chunks (bit 24,
+// mkg_dispatch_chunk_capable); 0 for a schedule outside the list ("not run").
+static constexpr unsigned int mkg_dispatch_geom_word(int tm, int tn, int split, bool runs, bool capable)
+{
+    return (unsigned int)tm | (unsigned int)tn << 9 | (unsigned int)split << 18 | (unsigned int)runs << 23 |
+           (unsigned int)capable << 24;
+}
+
+// The facts of schedule s as a chain of selects: no memory (a table in global or constant memory
+// is a cold miss per launch once the rotated operands have passed through the L2), no branch,
+// ~90 instructions run once, in sequence.
+static __device__ __forceinline__ unsigned int mkg_dispatch_geom(int s)
+{
+    unsigned int g = 0u;
+#define MKG_X_GEOM(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                   \
+    g = s == MKG_SCHED_##name ? mkg_dispatch_geom_word(tm, tn, split, mkg_dispatch_row(cl, pp, tm, tn, st),   \
+                                                       mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap,           \
+                                                                 tk / 64>::CHUNKED && !pp)                    \
+                              : g;
+    MKG_SCHEDULE_LIST(MKG_X_GEOM)
+#undef MKG_X_GEOM
+    return g;
+}
+
 // Lanes of the warp pick: lane 0 loads M, lanes 1..MKG_PICK_SCHED - 1 one field each (a pointer
 // is two lanes), lanes MKG_PICK_SCHED.. the schedule bytes, four per lane.
-#define MKG_PICK_SCHED 14
+#define MKG_PICK_SCHED 13
 static_assert(MKG_PICK_SCHED + (MKG_MAX_BUCKETS + 3) / 4 <= 32, "the warp pick loads one word per lane");
 static_assert(offsetof(mkg_layer_dev, schedule) % 4 == 0 && sizeof(mkg_layer_dev) % 4 == 0,
               "schedule bytes are read as whole words inside the row");
+static_assert(sizeof(mkg_layer_dev) / 4 < 1024, "a row word index fits the 10 bits of mkg_pick_words");
 
-// Called by all 32 lanes of one warp. CHUNKS and OT as for mkg_dispatch_pick; lane 0 writes *out.
+// Word indices into the row of the fields of lanes 1..12 (lane 0 loads m_cur), 10 bits per lane,
+// six lanes per constant: lane l's index is bits 10 * (l % 6) of constant l / 6.
+static constexpr unsigned long long mkg_pick_word(int lane)
+{
+    constexpr size_t P = offsetof(mkg_layer_dev, params);
+    constexpr size_t DONE = P + offsetof(mkg_gemm_params, deps) + offsetof(mkg_gemm_deps, done);
+    constexpr size_t BSA = P + offsetof(mkg_gemm_params, a_bscales);
+    const size_t off = lane == 1    ? offsetof(mkg_layer_dev, planned)
+                       : lane == 2  ? offsetof(mkg_layer_dev, m_max)
+                       : lane == 3  ? offsetof(mkg_layer_dev, buckets)
+                       : lane == 4  ? P + offsetof(mkg_gemm_params, in_type)
+                       : lane == 5  ? P + offsetof(mkg_gemm_params, chunks)
+                       : lane == 6  ? P + offsetof(mkg_gemm_params, epilogue)
+                       : lane == 7  ? P + offsetof(mkg_gemm_params, c_type)
+                       : lane == 8  ? P + offsetof(mkg_gemm_params, n)
+                       : lane == 9  ? DONE
+                       : lane == 10 ? DONE + 4
+                       : lane == 11 ? BSA
+                       : lane == 12 ? BSA + 4
+                                    : 0;
+    return (unsigned long long)(off / 4) << (10 * (lane % 6));
+}
+
+static constexpr unsigned long long mkg_pick_words(int first)
+{
+    unsigned long long w = 0;
+    for (int l = first; l < first + 6 && l < MKG_PICK_SCHED; ++l)
+        w |= mkg_pick_word(l);
+    return w;
+}
+
+// Called by all 32 lanes of one warp. CHUNKS and OT as for mkg_dispatch_pick (same checks in the
+// same order, same error codes); lane 0 writes *out.
 template <int DT, int CHUNKS = 0, int OT = -1>
 static __device__ __forceinline__ void mkg_dispatch_pick_warp(const mkg_layer_dev *rows, int count, const int *m_cur,
                                                               int layer, unsigned int *err, mkg_dispatch_slot *out)
 {
     const unsigned int all = 0xFFFFFFFFu;
     const int lane = threadIdx.x & 31;
-    int s = -1, m = 0, units = 0, tiles_m = 0;
     if (layer < 0 || layer >= count) {
-        if (lane == 0)
+        if (lane == 0) {
             mkg_dispatch_fail(err, layer, MKG_DISPATCH_BAD_LAYER);
-    } else {
-        constexpr size_t P = offsetof(mkg_layer_dev, params);
-        constexpr size_t DONE = P + offsetof(mkg_gemm_params, deps) + offsetof(mkg_gemm_deps, done);
-        constexpr size_t BSA = P + offsetof(mkg_gemm_params, a_bscales);
-        const size_t off = lane == 1    ? offsetof(mkg_layer_dev, planned)
-                           : lane == 2  ? offsetof(mkg_layer_dev, m_max)
-                           : lane == 3  ? offsetof(mkg_layer_dev, buckets)
-                           : lane == 4  ? P + offsetof(mkg_gemm_params, in_type)
-                           : lane == 5  ? P + offsetof(mkg_gemm_params, k)
-                           : lane == 6  ? P + offsetof(mkg_gemm_params, kc)
-                           : lane == 7  ? P + offsetof(mkg_gemm_params, epilogue)
-                           : lane == 8  ? P + offsetof(mkg_gemm_params, c_type)
-                           : lane == 9  ? P + offsetof(mkg_gemm_params, n)
-                           : lane == 10 ? DONE
-                           : lane == 11 ? DONE + 4
-                           : lane == 12 ? BSA
-                           : lane == 13 ? BSA + 4
-                                        : offsetof(mkg_layer_dev, schedule) + 4 * (size_t)(lane - MKG_PICK_SCHED);
-        const unsigned int *src = lane == 0 ? (const unsigned int *)(m_cur + layer)
-                                            : (const unsigned int *)((const char *)(rows + layer) + off);
-        const bool loads = lane < MKG_PICK_SCHED + (MKG_MAX_BUCKETS + 3) / 4;
-        const unsigned int v = loads ? *src : 0u;
-        m = (int)__shfl_sync(all, v, 0);
-        const int planned = (int)__shfl_sync(all, v, 1), m_max = (int)__shfl_sync(all, v, 2);
-        const int buckets = (int)__shfl_sync(all, v, 3), in_type = (int)__shfl_sync(all, v, 4);
-        const int k = (int)__shfl_sync(all, v, 5), kc = (int)__shfl_sync(all, v, 6);
-        const int epilogue = (int)__shfl_sync(all, v, 7), c_type = (int)__shfl_sync(all, v, 8);
-        const int n = (int)__shfl_sync(all, v, 9);
-        const bool signals = (__shfl_sync(all, v, 10) | __shfl_sync(all, v, 11)) != 0u;
-        const bool bscaled = (__shfl_sync(all, v, 12) | __shfl_sync(all, v, 13)) != 0u;
-        const int b = mkg_bucket_of(m);
-        const int bi = min(max(b, 0), MKG_MAX_BUCKETS - 1);
-        const int sb = (int)((__shfl_sync(all, v, MKG_PICK_SCHED + bi / 4) >> (8 * (bi % 4))) & 0xFFu);
-        int why = MKG_DISPATCH_OK;
-        if (!planned)
-            why = MKG_DISPATCH_NOT_PLANNED;
-        else if (m < 1 || m > m_max)
-            why = MKG_DISPATCH_M_RANGE;
-        else if (in_type != DT)
-            why = MKG_DISPATCH_BAD_DTYPE;
-        else if (!CHUNKS && (mkg_chunk_count(k, kc) > 1 || bscaled))
-            why = MKG_DISPATCH_CHUNKED;
-        else if (OT >= 0 && (epilogue != MKG_EPI_STORE || signals || c_type != OT))
-            why = MKG_DISPATCH_NOT_PLAIN;
-        else if (b >= buckets || b >= MKG_MAX_BUCKETS)
-            why = MKG_DISPATCH_M_RANGE;
-        else if (sb >= MKG_SCHED_COUNT || !mkg_dispatch_runs(sb) || (CHUNKS && !mkg_dispatch_chunk_capable(sb)))
-            why = MKG_DISPATCH_BAD_SCHEDULE;
-        if (why != MKG_DISPATCH_OK) {
-            if (lane == 0)
-                mkg_dispatch_fail(err, layer, why);
-        } else {
-            s = sb;
-            units = mkg_dispatch_units_of<!CHUNKS>(s, m, n, k, kc, &tiles_m);
+            out->s = -1;
+            out->m = out->units = 0;
+            out->spread = 1;
         }
+        return;
     }
+    constexpr unsigned long long W0 = mkg_pick_words(0), W1 = mkg_pick_words(6), W2 = mkg_pick_words(12);
+    const unsigned long long wl = lane < 6 ? W0 : lane < 12 ? W1 : W2;
+    const unsigned int field = (unsigned int)(wl >> (10 * (lane % 6))) & 0x3FFu;
+    const unsigned int word = lane < MKG_PICK_SCHED
+                                  ? field
+                                  : (unsigned int)(offsetof(mkg_layer_dev, schedule) / 4) + (unsigned int)(lane - MKG_PICK_SCHED);
+    const unsigned int *src = lane == 0 ? (const unsigned int *)(m_cur + layer)
+                                        : (const unsigned int *)(rows + layer) + min(word, (unsigned int)(sizeof(mkg_layer_dev) / 4 - 1));
+    const unsigned int v = *src;
+    const int m = (int)__shfl_sync(all, v, 0);
+    if (lane == 0 && v != 0x80000000u)           // a branch on the loaded word: the stamp waits for it
+        MKG_PROBE_ANY(16);                      // the row's words are in (d5; empty outside the probe)
+    const int planned = (int)__shfl_sync(all, v, 1), m_max = (int)__shfl_sync(all, v, 2);
+    const int buckets = (int)__shfl_sync(all, v, 3), in_type = (int)__shfl_sync(all, v, 4);
+    const int chunks = (int)__shfl_sync(all, v, 5), epilogue = (int)__shfl_sync(all, v, 6);
+    const int c_type = (int)__shfl_sync(all, v, 7), n = (int)__shfl_sync(all, v, 8);
+    const bool signals = (__shfl_sync(all, v, 9) | __shfl_sync(all, v, 10)) != 0u;
+    const bool bscaled = (__shfl_sync(all, v, 11) | __shfl_sync(all, v, 12)) != 0u;
+    const int b = mkg_bucket_of(m);
+    const int bi = min(max(b, 0), MKG_MAX_BUCKETS - 1);
+    const int sb = (int)((__shfl_sync(all, v, MKG_PICK_SCHED + bi / 4) >> (8 * (bi % 4))) & 0xFFu);
+    const unsigned int g = mkg_dispatch_geom(sb);
+    const bool runs = (g >> 23 & 1u) != 0u, capable = (g >> 24 & 1u) != 0u;
+    // The checks as selects, the last check first, so the first failing one decides.
+    int why = MKG_DISPATCH_OK;
+    why = sb >= MKG_SCHED_COUNT || !runs || (CHUNKS && !capable) ? MKG_DISPATCH_BAD_SCHEDULE : why;
+    why = b >= buckets || b >= MKG_MAX_BUCKETS ? MKG_DISPATCH_M_RANGE : why;
+    why = OT >= 0 && (epilogue != MKG_EPI_STORE || signals || c_type != OT) ? MKG_DISPATCH_NOT_PLAIN : why;
+    why = !CHUNKS && (chunks > 1 || bscaled) ? MKG_DISPATCH_CHUNKED : why;
+    why = in_type != DT ? MKG_DISPATCH_BAD_DTYPE : why;
+    why = m < 1 || m > m_max ? MKG_DISPATCH_M_RANGE : why;
+    why = !planned ? MKG_DISPATCH_NOT_PLANNED : why;
+    // Units as mkg_unit_count counts them for a plain (CL = 1) launch (mkg_dispatch_units_of).
+    const int tm = max((int)(g & 0x1FFu), 1), tn = max((int)(g >> 9 & 0x1FFu), 1);
+    const int tiles_m = mkg_ceil_div(m, tm);
+    const int units = tiles_m * mkg_ceil_div(n, tn) * (CHUNKS ? mkg_split_count((int)(g >> 18 & 0x1Fu), chunks) : 1);
     if (lane == 0) {
-        out->s = s;
+        if (why != MKG_DISPATCH_OK)
+            mkg_dispatch_fail(err, layer, why);
+        const bool ok = why == MKG_DISPATCH_OK;
+        out->s = ok ? sb : -1;
         out->m = m;
-        out->units = units;
-        out->spread = mkg_row_spreads(m, tiles_m);
+        out->units = ok ? units : 0;
+        out->spread = mkg_row_spreads(m, ok ? tiles_m : 0);
     }
 }
 

@@ -30,7 +30,7 @@
 
 #define PROBE_LAUNCHES 64
 #define PROBE_CTAS 160
-#define PROBE_POINTS 16
+#define PROBE_POINTS 17
 
 __device__ unsigned long long g_probe_t[PROBE_LAUNCHES][PROBE_CTAS][PROBE_POINTS];
 __device__ unsigned int g_probe_epoch;
@@ -259,6 +259,7 @@ struct phase_row {
     double branch, dealloc, slot;   // prod split at points 11 and 12 (d3 in bench/NOTES.md)
     double rank, jump;              // branch split at point 13 (d4)
     double pick, arrive;            // 0 -> 14 the pick done, 0 -> 15 thread 0 at the barrier (d5)
+    double load;                    // 0 -> 16 the pick's row words are in (d5)
     int grid;
 };
 
@@ -419,7 +420,7 @@ static phase_row run_case(const probe_case *pc, cudaStream_t st)
         exit(1);
     }
     std::vector<double> gap, spread, init, prod, first, loop, epi, drain, total, branch, dealloc, slot, rank, jump;
-    std::vector<double> pick, arrive;
+    std::vector<double> pick, arrive, load;
     for (int e = 2; e < launches - 1; ++e) {
         unsigned long long emin = ~0ull, emax = 0, xmax = 0, nmin = ~0ull;
         for (int b = 0; b < grid; ++b) {
@@ -440,6 +441,7 @@ static phase_row run_case(const probe_case *pc, cudaStream_t st)
             jump.push_back((double)(long long)(q[11] - q[13]) * 1e-3);
             pick.push_back(pc->dispatch ? (double)(long long)(q[14] - q[0]) * 1e-3 : 0.0);   // none when shipped
             arrive.push_back((double)(long long)(q[15] - q[0]) * 1e-3);
+            load.push_back(pc->dispatch ? (double)(long long)(q[16] - q[0]) * 1e-3 : 0.0);
             dealloc.push_back((double)(long long)(q[12] - q[11]) * 1e-3);
             slot.push_back((double)(long long)(q[2] - q[12]) * 1e-3);
             first.push_back((double)(long long)(q[3] - q[2]) * 1e-3);
@@ -480,7 +482,7 @@ static phase_row run_case(const probe_case *pc, cudaStream_t st)
     row.loop = median(loop), row.epi = median(epi), row.drain = median(drain);
     row.branch = median(branch), row.dealloc = median(dealloc), row.slot = median(slot);
     row.rank = median(rank), row.jump = median(jump);
-    row.pick = median(pick), row.arrive = median(arrive);
+    row.pick = median(pick), row.arrive = median(arrive), row.load = median(load);
     row.grid = grid;
     CK(cudaGraphExecDestroy(ge));
     CK(cudaGraphDestroy(g));
@@ -604,9 +606,9 @@ int main(int argc, char **argv)
            "entry, inflated by the probe's own end-of-launch atomics)\n",
            PROBE_LAUNCHES - 3);
     printf("%-22s %4s %7s %6s %6s %6s %6s %6s %7s %6s %6s %6s  (prod = %6s %7s %6s; branch = %5s %5s; "
-           "init: %5s %6s)\n",
+           "init: %5s %5s %6s)\n",
            "case", "grid", "launch", "gap", "spread", "init", "prod", "first", "kloop", "epi", "drain", "total",
-           "branch", "dealloc", "slot", "rank", "jump", "pick", "arrive");
+           "branch", "dealloc", "slot", "rank", "jump", "load", "pick", "arrive");
     // MKG_PROBE_CASES=name,name,...: only the cases whose names are listed (a build with
     // -DMKG_BENCH_DISPATCH_ONLY_SHAPE holds the dispatch rows of one tile shape only).
     const char *only = getenv("MKG_PROBE_CASES");
@@ -618,9 +620,9 @@ int main(int argc, char **argv)
         rows[i] = run_case(&cases[i], st);
         const phase_row &r = rows[i];
         printf("%-22s %4d %7.2f %6.2f %6.2f %6.2f %6.2f %6.2f %7.2f %6.2f %6.2f %6.2f  (prod = %6.2f %7.2f %6.2f; "
-               "branch = %5.2f %5.2f; init: %5.2f %6.2f)\n",
+               "branch = %5.2f %5.2f; init: %5.2f %5.2f %6.2f)\n",
                cases[i].name, r.grid, r.us_per_launch, r.gap, r.spread, r.init, r.prod, r.first, r.loop, r.epi, r.drain,
-               r.total, r.branch, r.dealloc, r.slot, r.rank, r.jump, r.pick, r.arrive);
+               r.total, r.branch, r.dealloc, r.slot, r.rank, r.jump, r.load, r.pick, r.arrive);
     }
     if (out) {
         FILE *fp = fopen(out, "w");
@@ -644,11 +646,11 @@ int main(int argc, char **argv)
                     "\"us_per_launch\": %.3f, \"gap\": %.3f, \"entry_spread\": %.3f, \"init\": %.3f, \"producer_start\": %.3f, "
                     "\"first_stage\": %.3f, \"k_loop\": %.3f, \"epilogue\": %.3f, \"drain\": %.3f, \"total\": %.3f, "
                     "\"prod_branch\": %.3f, \"prod_dealloc\": %.3f, \"prod_slot\": %.3f, \"branch_rank\": %.3f, "
-                    "\"branch_jump\": %.3f, \"pick\": %.3f, \"arrive\": %.3f}%s\n",
+                    "\"branch_jump\": %.3f, \"load\": %.3f, \"pick\": %.3f, \"arrive\": %.3f}%s\n",
                     cases[i].name, cases[i].rotate, cases[i].m, cases[i].n, cases[i].k, cases[i].schedule,
                     cases[i].dispatch, r.grid, r.us_per_launch,
                     r.gap, r.spread, r.init, r.prod, r.first, r.loop, r.epi, r.drain, r.total, r.branch, r.dealloc,
-                    r.slot, r.rank, r.jump, r.pick, r.arrive, i < last ? "," : "");
+                    r.slot, r.rank, r.jump, r.load, r.pick, r.arrive, i < last ? "," : "");
         }
         fprintf(fp, " ]}\n");
         fclose(fp);
