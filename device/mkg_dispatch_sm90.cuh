@@ -258,11 +258,11 @@ static __device__ __forceinline__ void mkg_dispatch_pick_warp(const mkg_layer_de
     constexpr unsigned long long W0 = mkg_pick_words(0), W1 = mkg_pick_words(6), W2 = mkg_pick_words(12);
     const unsigned long long wl = lane < 6 ? W0 : lane < 12 ? W1 : W2;
     const unsigned int field = (unsigned int)(wl >> (10 * (lane % 6))) & 0x3FFu;
-    const unsigned int word = lane < MKG_PICK_SCHED
-                                  ? field
-                                  : (unsigned int)(offsetof(mkg_layer_dev, schedule) / 4) + (unsigned int)(lane - MKG_PICK_SCHED);
+    constexpr unsigned int SCHED_WORD = (unsigned int)(offsetof(mkg_layer_dev, schedule) / 4);
+    constexpr unsigned int LAST_WORD = (unsigned int)(sizeof(mkg_layer_dev) / 4 - 1);
+    const unsigned int word = lane < MKG_PICK_SCHED ? field : SCHED_WORD + (unsigned int)(lane - MKG_PICK_SCHED);
     const unsigned int *src = lane == 0 ? (const unsigned int *)(m_cur + layer)
-                                        : (const unsigned int *)(rows + layer) + min(word, (unsigned int)(sizeof(mkg_layer_dev) / 4 - 1));
+                                        : (const unsigned int *)(rows + layer) + min(word, LAST_WORD);
     const unsigned int v = *src;
     const int m = (int)__shfl_sync(all, v, 0);
     if (lane == 0 && v != 0x80000000u)           // a branch on the loaded word: the stamp waits for it
