@@ -17,6 +17,9 @@
  *               written and read back once (the fold adds them in chunk order, so a split unit
  *               cannot pre-sum its chunks), at L2 bandwidth when they fit in L2, else at DRAM
  *               bandwidth
+ *   t_bscale  = block-scaled layers: every K chunk step of a unit loads and applies its scales,
+ *               bscale_load_us per scale a consumer thread loads (swap rows: 2 + wgmma N / 4,
+ *               the token scales of its columns; others 3), added to t_unit
  *   t         = (t_compute^p + (t_memory + t_parts)^p)^(1/p) + launch + split overhead
  *               (a soft maximum: at decode every schedule is DRAM-bound, and the one that
  *               streams with fewer bytes per unit and more in flight still measures faster)
@@ -56,6 +59,8 @@ mkg_cost_model mkg_cost_model_h200(void)
     cm.overlap_p = 1.632;
     cm.stage_us = 0.100;        /* not fitted: v52 measured ~0.09 us per stage saved (1B o and down, M = 1); 0.10 keeps
                                    every pick on the 966c2d0 data and picks the TK = 128 rows at decode */
+    cm.bscale_load_us = 0.010;  /* v91: grid search on the picks of gemm_e4m3_block_0f89b76.json (H200) and
+                                   gemm_e4m3_block_h100_32df701.json; flat from 0.0075 to 0.02 */
     return cm;
 }
 
@@ -104,7 +109,7 @@ typedef struct mkg_cost_terms {
 } mkg_cost_terms;
 
 static int mkg_cost_eval(const mkg_cost_model *cm, int s, int m, int n, int k, int kc, mkg_dtype in, mkg_dtype out,
-                         int sms, mkg_cost_terms *t)
+                         int bscaled, int sms, mkg_cost_terms *t)
 {
     const mkg_schedule_info *i = mkg_schedule_get(s);
     if (!i || m < 1 || n < 1 || k < 1 || sms < 1 || (int)in < 0 || in >= MKG_DTYPE_COUNT)
@@ -148,6 +153,13 @@ static int mkg_cost_eval(const mkg_cost_model *cm, int s, int m, int n, int k, i
     if (t_stages > t_busy)
         t_busy = t_stages;
     t->t_unit = t_busy + (i->pingpong ? 0.0 : t_epi) + cm->unit_us;
+    if (bscaled) {
+        /* NOTE: per chunk step, a swap row's thread loads the token scales of its wgmma N / 4
+         * column pairs (mkg_block_scales_load), scattered 4-byte loads: m64n64k64_s12_swap measured
+         * 0.14 us more per step than m64n64k64_s6_rn on 1B down M = 128 (v91 in bench/NOTES.md). */
+        const int loads = i->swap_ab ? 2 + mkg_schedule_wgmma_n(s) / 4 : 3;
+        t->t_unit += (double)mkg_ceil_div(chunks, splits) * loads * cm->bscale_load_us;
+    }
     t->t_compute = t->waves * t->t_unit + (i->pingpong ? t_epi : 0.0);
     t->t_memory = mkg_dram_bytes(cm, i, m, n, k, out) / (cm->dram_tbps * 1e6);
     t->t_parts = 0.0;
@@ -172,7 +184,7 @@ double mkg_cost_predict_us(const mkg_cost_model *cm, int s, int m, int n, int k,
                            int sms)
 {
     mkg_cost_terms t;
-    return mkg_cost_eval(cm, s, m, n, k, kc, in, out, sms, &t) ? t.t_total : -1.0;
+    return mkg_cost_eval(cm, s, m, n, k, kc, in, out, 0, sms, &t) ? t.t_total : -1.0;
 }
 
 int mkg_plan_eligible(const mkg_layer_desc *l, int s)
@@ -220,7 +232,11 @@ mkg_status mkg_plan_pick(const mkg_cost_model *cm, const mkg_layer_desc *l, cons
     for (int c = 0; c < MKG_SCHED_COUNT; ++c) {
         if (!mkg_plan_eligible(&lk, c))
             continue;
-        const double us = mkg_cost_predict_us(cm, c, m, l->n, l->k, lk.kc, l->in_type, l->c_type, g->sms);
+        mkg_cost_terms t;
+        if (!mkg_cost_eval(cm, c, m, l->n, l->k, lk.kc, l->in_type, l->c_type, l->a_block_scales != NULL, g->sms,
+                           &t))
+            continue;
+        const double us = t.t_total;
         /* A tie (both DRAM-bound: the same bytes, the same soft maximum): mkg_tie_better. */
         const int wins_tie = best >= 0 && us <= best_us * (1.0 + 1e-9) && mkg_tie_better(c, best, m);
         if (best < 0 || us < best_us * (1.0 - 1e-9) || wins_tie) {
@@ -263,7 +279,8 @@ int mkg_plan_explain(const mkg_cost_model *cm, const mkg_layer_desc *l, const mk
     lk.kc = mkg_layer_kc(l, g->sms);
     mkg_cost_terms tb, t2, t;
     memset(&t2, 0, sizeof t2);
-    mkg_cost_eval(cm, best, m, l->n, l->k, lk.kc, l->in_type, l->c_type, g->sms, &tb);
+    const int bscaled = l->a_block_scales != NULL;
+    mkg_cost_eval(cm, best, m, l->n, l->k, lk.kc, l->in_type, l->c_type, bscaled, g->sms, &tb);
 #define MKG_EMIT(...)                                                                              \
     do {                                                                                           \
         int w_ = snprintf(buf ? buf + len : NULL, len < size ? size - len : 0, __VA_ARGS__);      \
@@ -292,7 +309,7 @@ int mkg_plan_explain(const mkg_cost_model *cm, const mkg_layer_desc *l, const mk
                          mkg_schedule_wgmma_n(c), mkg_chunk_count(l->k, lk.kc));
             continue;
         }
-        mkg_cost_eval(cm, c, m, l->n, l->k, lk.kc, l->in_type, l->c_type, g->sms, &t);
+        mkg_cost_eval(cm, c, m, l->n, l->k, lk.kc, l->in_type, l->c_type, bscaled, g->sms, &t);
         if (c != best && (second < 0 || t.t_total < t2.t_total)) {
             second = c;
             t2 = t;

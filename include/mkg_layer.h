@@ -114,12 +114,15 @@ typedef struct mkg_cost_model {
     double overlap_p;           /* compute and DRAM time combine as (tc^p + tm^p)^(1/p): large p = max */
     double stage_us;            /* one pipeline stage's round trip (full wait, wgmma commit and wait,
                                    release): a unit takes at least its stages times this */
+    double bscale_load_us;      /* block-scaled layers: one scale a consumer thread loads (and applies)
+                                   per K chunk step; a swap row loads 2 + wgmma N / 4, the others 3 */
 } mkg_cost_model;
 
 /** The model calibrated on the H200 (bench/results, bench/NOTES.md). */
 mkg_cost_model mkg_cost_model_h200(void);
 
-/** Predicted microseconds of schedule s for M x N x K (chunk kc) of input dtype `in` on `sms` SMs;
+/** Predicted microseconds of schedule s for M x N x K (chunk kc) of input dtype `in` on `sms` SMs,
+ *  for a layer without block scales (the planner adds their per-chunk cost itself);
  *  < 0 if s is unknown. The model's constants are for 16-bit operands: a GEMM of another input
  *  dtype is modelled as the 16-bit GEMM of the same bytes along K (K * size(in) / 2 elements),
  *  which also matches its tensor rate (e4m3 twice, tf32 half the 16-bit rate per element). */

@@ -243,6 +243,27 @@ TEST(Planner, BlockScaledE4m3LayersTakeChunkFoldingRowsOnly)
     }
 }
 
+// Block-scaled layers: every K chunk step loads and applies scales, and a swap row's thread loads
+// the token scales of its wgmma N / 4 column pairs (2 + N / 4 loads, against 3 for the others). On
+// the H200 (bench/results/gemm_e4m3_block_0f89b76.json) the swap rows the model used to pick
+// measured well behind a non-swap row of the same size: 1B down M = 128 m64n64k64_s12_swap 40.8 us
+// against m64n64k64_s6_rn 31.6 us, 1B gate_up M = 64 m64n128k64_s8_swap 20.3 us against
+// m64n128k64_s5_rn 14.2 us (v91 in bench/NOTES.md).
+TEST(CostModel, BlockScaledSwapRowsPayForTheirTokenScales)
+{
+    const mkg_cost_model cm = mkg_cost_model_h200();
+    const mkg_gpu_info g = h200();
+    const int shapes[2][3] = {{2048, 8192, 128}, {16384, 2048, 64}};   // N, K, M
+    for (const auto &sh : shapes) {
+        mkg_layer_desc l = layer(sh[0], sh[1], 0, MKG_DTYPE_E4M3);
+        l.a_block_scales = l.b_block_scales = reinterpret_cast<const float *>(0x40000);
+        l.ld_a_block_scales = l.m_max;
+        int s = -1;
+        ASSERT_EQ(mkg_plan_pick(&cm, &l, &g, sh[2], &s), MKG_OK);
+        EXPECT_EQ(mkg_schedule_get(s)->swap_ab, 0) << mkg_schedule_get(s)->name << " N=" << sh[0] << " M=" << sh[2];
+    }
+}
+
 // A split row stores every K chunk's FP32 partial (TM x TN floats per tile and chunk) and its fold
 // reads them back: the model must charge that traffic. Block-scaled e4m3 1B down (N 2048, K 8192,
 // kc = 128: 64 chunks) at M = 512 stores 268 MB of partials in m128n128 sk4, measured 264 us
