@@ -112,7 +112,8 @@ typedef struct mkg_bench_row {
     double cublas_us;           /* cuBLASLt heuristic #0 */
     double cublas_best_us;      /* best of the cuBLASLt candidates */
     int cublas_algos;           /* cuBLASLt candidates timed */
-    int cublas_block_scaled;    /* 1: cuBLASLt ran FP8 with block scales too (else per-tensor) */
+    int cublas_block_scaled;    /* > 0: cuBLASLt ran FP8 with block scales too, in this form of
+                                   mkg_bench_lt_plan_try (else 0: per-tensor) */
     double max_rel_err;         /* oracle (= dispatched when bitexact) vs FP64 reference; INFINITY if non-finite */
     double cublas_max_rel_err;  /* cuBLASLt heuristic #0 vs the same reference */
     int bitexact;               /* 1: every eligible schedule wrote the same bits */

@@ -167,6 +167,7 @@ typedef struct mkg_bench_lt_plan {
     cublasLtMatmulHeuristicResult_t algos[MKG_BENCH_LT_ALGOS];
     int count;
     int block;                                    /* 1: FP8 with block scales (VEC128 / BLK128x128) */
+    int swap;                                     /* 1: its A is our A and its B our B, D row-major = C */
 } mkg_bench_lt_plan;
 
 typedef struct mkg_bench_problem {
@@ -281,11 +282,16 @@ static void mkg_bench_alloc_sets(const mkg_bench_cfg *cfg, mkg_bench_problem *p,
 /* Row-major C (m x n) = A . B^T is column-major D (n x m) = op(B) . A, so cuBLASLt's
  * A is our B (k x n column-major, ld = ldb, TRANSA = T), its B is our A (k x m
  * column-major, ld = lda, TRANSB = N) and D = C is n x m column-major with ld = ldc. */
-/* One attempt: block = 1 asks for FP8 block scaling, cuBLASLt's A (our B, the weights) with
- * 128 x 128 blocks on p->bsb and its B (our A) with 1 x 128 blocks on p->bsa, in the layouts
- * our kernels read. NOTE: that cuBLASLt reads the same layouts is a guess, checked by the
- * row's cublas_max_rel_err against the block-scaled reference; the timing does not depend on
- * it. Returns the candidates that run (0: none, or block scaling not supported). */
+/* One attempt: block = 1 asks for FP8 block scaling, with 128 x 128 blocks on the weights (p->bsb)
+ * and 1 x 128 blocks on the activations (p->bsa), in the layouts our kernels read. block = 1 keeps
+ * the roles above (cuBLASLt's A is our B) with fast accumulation, as per-tensor FP8 runs. block = 2
+ * is the form of NVIDIA's LtBlk128x128Fp8Matmul sample: cuBLASLt's A is our A (VEC128, the 1 x 128
+ * activation scales), its B our B (BLK128x128), no fast accumulation, and D row-major, which is
+ * our C. block = 3 is block = 1 without fast accumulation. NOTE: cuBLASLt 13.0 found no block-scaled
+ * algorithm in form 1 on the H200 or the H100 (sessions 41-42); forms 2 and 3 were written without
+ * a GPU and are tried first. That cuBLASLt reads our scale layouts is a guess, checked by the row's
+ * cublas_max_rel_err against the block-scaled reference; the timing does not depend on it.
+ * Returns the candidates that run (0: none, or this form is not supported). */
 static int mkg_bench_lt_plan_try(const mkg_bench_cfg *cfg, mkg_bench_problem *p, int block)
 {
     const cudaDataType_t t = p->dt == MKG_DTYPE_BF16 ? CUDA_R_16BF : p->dt == MKG_DTYPE_FP16 ? CUDA_R_16F
@@ -306,11 +312,14 @@ static int mkg_bench_lt_plan_try(const mkg_bench_cfg *cfg, mkg_bench_problem *p,
     if (p->dt == MKG_DTYPE_E4M3) {
         /* FP8: per-tensor scales by device pointer (cuBLASLt's A is our B), and fast
          * accumulation, which keeps the sum in the tensor cores as our kernels do. */
-        const int8_t fast = 1;
-        const float *lt_a_scale = block ? p->bsb : cfg->fp8_scales + 4, *lt_b_scale = block ? p->bsa : cfg->fp8_scales;
+        const int8_t fast = block == 0 || block == 1;
+        const float *lt_a_scale = block == 2 ? p->bsa : block ? p->bsb : cfg->fp8_scales + 4;
+        const float *lt_b_scale = block == 2 ? p->bsb : block ? p->bsa : cfg->fp8_scales;
         if (block) {
-            const int32_t mode_a = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
-            const int32_t mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+            const int32_t mode_a = block == 2 ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F
+                                              : CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+            const int32_t mode_b = block == 2 ? CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F
+                                              : CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
             MKG_BENCH_LT_CHECK(
                 cublasLtMatmulDescSetAttribute(lt->desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode_a, sizeof mode_a));
             MKG_BENCH_LT_CHECK(
@@ -320,11 +329,20 @@ static int mkg_bench_lt_plan_try(const mkg_bench_cfg *cfg, mkg_bench_problem *p,
                                                           &lt_a_scale, sizeof lt_a_scale));
         MKG_BENCH_LT_CHECK(cublasLtMatmulDescSetAttribute(lt->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
                                                           &lt_b_scale, sizeof lt_b_scale));
-        MKG_BENCH_LT_CHECK(cublasLtMatmulDescSetAttribute(lt->desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast));
+        MKG_BENCH_LT_CHECK(
+            cublasLtMatmulDescSetAttribute(lt->desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast));
     }
-    MKG_BENCH_LT_CHECK(cublasLtMatrixLayoutCreate(&lt->mat_a, t, p->k, p->n, p->k));
-    MKG_BENCH_LT_CHECK(cublasLtMatrixLayoutCreate(&lt->mat_b, t, p->k, p->m, p->k));
-    MKG_BENCH_LT_CHECK(cublasLtMatrixLayoutCreate(&lt->mat_c, tc, p->n, p->m, p->n));
+    lt->swap = block == 2;
+    MKG_BENCH_LT_CHECK(cublasLtMatrixLayoutCreate(&lt->mat_a, t, p->k, lt->swap ? p->m : p->n, p->k));
+    MKG_BENCH_LT_CHECK(cublasLtMatrixLayoutCreate(&lt->mat_b, t, p->k, lt->swap ? p->n : p->m, p->k));
+    if (lt->swap) {
+        /* D = A^T B is M x N: row-major with ld = N is our C. */
+        const int32_t row = CUBLASLT_ORDER_ROW;
+        MKG_BENCH_LT_CHECK(cublasLtMatrixLayoutCreate(&lt->mat_c, tc, p->m, p->n, p->n));
+        MKG_BENCH_LT_CHECK(cublasLtMatrixLayoutSetAttribute(lt->mat_c, CUBLASLT_MATRIX_LAYOUT_ORDER, &row, sizeof row));
+    } else {
+        MKG_BENCH_LT_CHECK(cublasLtMatrixLayoutCreate(&lt->mat_c, tc, p->n, p->m, p->n));
+    }
 
     MKG_BENCH_LT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     MKG_BENCH_LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
@@ -347,8 +365,9 @@ static int mkg_bench_lt_plan_try(const mkg_bench_cfg *cfg, mkg_bench_problem *p,
         const float alpha = 1.0f, beta = 0.0f;
         const mkg_bench_set *s = &p->sets[0];
         const cublasStatus_t st =
-            cublasLtMatmul(cfg->lt, lt->desc, &alpha, s->b, lt->mat_a, s->a, lt->mat_b, &beta, s->c, lt->mat_c,
-                           s->c, lt->mat_c, &found[i].algo, cfg->workspace, workspace, cfg->stream);
+            cublasLtMatmul(cfg->lt, lt->desc, &alpha, lt->swap ? s->a : s->b, lt->mat_a, lt->swap ? s->b : s->a,
+                           lt->mat_b, &beta, s->c, lt->mat_c, s->c, lt->mat_c, &found[i].algo, cfg->workspace,
+                           workspace, cfg->stream);
         if (st == CUBLAS_STATUS_SUCCESS)
             lt->algos[lt->count++] = found[i];
         else
@@ -373,11 +392,14 @@ static void mkg_bench_lt_plan_destroy(mkg_bench_lt_plan *lt)
 static void mkg_bench_lt_plan_create(const mkg_bench_cfg *cfg, mkg_bench_problem *p)
 {
     if (p->dt == MKG_DTYPE_E4M3 && p->bsa) {
-        if (mkg_bench_lt_plan_try(cfg, p, 1) > 0)
-            return;
+        static const int forms[3] = {2, 3, 1};   /* the sample's form first (mkg_bench_lt_plan_try) */
+        for (int f = 0; f < 3; ++f) {
+            if (mkg_bench_lt_plan_try(cfg, p, forms[f]) > 0)
+                return;
+            mkg_bench_lt_plan_destroy(&p->lt);
+        }
         printf("note: cuBLASLt runs no block-scaled FP8 algorithm for M=%d N=%d K=%d; its column is per-tensor FP8\n",
                p->m, p->n, p->k);
-        mkg_bench_lt_plan_destroy(&p->lt);
     }
     if (mkg_bench_lt_plan_try(cfg, p, 0) == 0) {
         fprintf(stderr, "mkg_bench: cuBLASLt returned no algorithm for M=%d N=%d K=%d %s\n", p->m, p->n, p->k,
@@ -571,7 +593,8 @@ static void mkg_bench_enqueue(const mkg_bench_cfg *cfg, const mkg_bench_problem 
         return;
     }
     const float alpha = 1.0f, beta = 0.0f;
-    MKG_BENCH_LT_CHECK(cublasLtMatmul(cfg->lt, p->lt.desc, &alpha, s->b, p->lt.mat_a, s->a, p->lt.mat_b, &beta,
+    const void *lt_a = p->lt.swap ? s->a : s->b, *lt_b = p->lt.swap ? s->b : s->a;
+    MKG_BENCH_LT_CHECK(cublasLtMatmul(cfg->lt, p->lt.desc, &alpha, lt_a, p->lt.mat_a, lt_b, p->lt.mat_b, &beta,
                                       s->c, p->lt.mat_c, s->c, p->lt.mat_c, &p->lt.algos[c.id].algo,
                                       cfg->workspace, MKG_BENCH_WORKSPACE_BYTES, cfg->stream));
 }
@@ -1608,7 +1631,8 @@ static void mkg_json_row(FILE *f, const mkg_bench_row *r)
     mkg_json_number(f, "%.3f", r->cublas_us);
     fputs(", \"cublas_best_us\": ", f);
     mkg_json_number(f, "%.3f", r->cublas_best_us);
-    fprintf(f, ", \"cublas_block_scaled\": %s", r->cublas_block_scaled ? "true" : "false");
+    fprintf(f, ", \"cublas_block_scaled\": %s, \"cublas_block_form\": %d", r->cublas_block_scaled ? "true" : "false",
+            r->cublas_block_scaled);
     fputs(", \"max_rel_err\": ", f);
     mkg_json_number(f, "%.6e", r->max_rel_err);
     fputs(", \"cublas_max_rel_err\": ", f);
