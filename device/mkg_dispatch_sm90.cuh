@@ -199,8 +199,13 @@ static __device__ __forceinline__ unsigned int mkg_dispatch_geom(int s)
     return g;
 }
 
+#define MKG_X_GEOM_FITS(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) &&tm < 512 && tn < 512 && split < 32
+static_assert(true MKG_SCHEDULE_LIST(MKG_X_GEOM_FITS), "every row's TM, TN and SPLIT fit mkg_dispatch_geom_word");
+#undef MKG_X_GEOM_FITS
+
 // Lanes of the warp pick: lane 0 loads M, lanes 1..MKG_PICK_SCHED - 1 one field each (a pointer
-// is two lanes), lanes MKG_PICK_SCHED.. the schedule bytes, four per lane.
+// is two lanes), lanes MKG_PICK_SCHED.. the schedule bytes, four per lane; the lanes past them load
+// words after the schedule (never used; the index is clamped to the row's last word).
 #define MKG_PICK_SCHED 13
 static_assert(MKG_PICK_SCHED + (MKG_MAX_BUCKETS + 3) / 4 <= 32, "the warp pick loads one word per lane");
 static_assert(offsetof(mkg_layer_dev, schedule) % 4 == 0 && sizeof(mkg_layer_dev) % 4 == 0,
@@ -251,7 +256,7 @@ static __device__ __forceinline__ void mkg_dispatch_pick_warp(const mkg_layer_de
             mkg_dispatch_fail(err, layer, MKG_DISPATCH_BAD_LAYER);
             out->s = -1;
             out->m = out->units = 0;
-            out->spread = 1;
+            out->spread = mkg_row_spreads(0, 0);
         }
         return;
     }

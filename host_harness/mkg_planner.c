@@ -232,6 +232,8 @@ mkg_status mkg_plan_pick(const mkg_cost_model *cm, const mkg_layer_desc *l, cons
     for (int c = 0; c < MKG_SCHED_COUNT; ++c) {
         if (!mkg_plan_eligible(&lk, c))
             continue;
+        /* NOTE: a descriptor the model cannot evaluate (M or the SM count below 1) gets no pick
+         * (MKG_ERR_SCHEDULE_INELIGIBLE); before v91 its -1 counted as the fastest time. */
         mkg_cost_terms t;
         if (!mkg_cost_eval(cm, c, m, l->n, l->k, lk.kc, l->in_type, l->c_type, l->a_block_scales != NULL, g->sms,
                            &t))

@@ -23,7 +23,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCES = ["mkg_planner.c", "mkg_schedules.c", "mkg_plan.c", "mkg_validate.c", "mkg_status.c", "mkg_layer_table.c"]
 FIELDS = ["sm_tflops", "dram_tbps", "l2_tbps", "l2_mb", "mem_latency_us", "launch_us", "unit_us", "epi_gbps", "eff_p64"]
 DTYPES = {"bf16": 0, "fp16": 1, "fp32": 2}
-BSCALE_LOAD_US = 0.010   # mkg_cost_model_h200's block-scale term: the fit's rows have no block scales
 
 
 class CostModel(ctypes.Structure):
@@ -77,7 +76,7 @@ def from_vector(v):
     cm.split_us = v[-3]
     cm.overlap_p = v[-2]
     cm.stage_us = v[-1]
-    cm.bscale_load_us = BSCALE_LOAD_US
+    cm.bscale_load_us = 0.0      # the block-scale term (v91): mkg_cost_predict_us never applies it
     return cm
 
 

@@ -15,6 +15,8 @@
 //   3. The same timeline for the bench's one-GEMM dispatch kernel (the schedule picked on the
 //      device from a one-layer table, as in bench/mkg_bench_dispatch.cu), cases marked "disp":
 //      point 2 is then "schedule picked" (after mkg_dispatch_begin) instead of producer start.
+//      Points 14-16 time the pick itself: 14 the pick warp done, 16 its row words loaded, and 15
+//      thread 0 at the CTA barrier (also in the shipped kernel; d5 in bench/NOTES.md).
 // Usage: mkg_launch_probe [--out FILE.json]   (needs an sm_90 GPU; prints a table; MKG_PROBE_CASES
 // lists the cases to run, all by default)
 #include <cuda.h>
@@ -60,7 +62,7 @@ static __device__ __forceinline__ void probe_mark_any(int point)
 }
 
 // Called once by the producer thread and once by each consumer warpgroup's first thread
-// after their last mark: copies this warpgroup's stamps (producer 0..2 and 11..12, consumer w
+// after their last mark: copies this warpgroup's stamps (producer 0..2 and 11..16, consumer w
 // 3 + 4w .. 6 + 4w) to the launch's slot; the last of the 3 x grid arrivals starts the
 // next launch's epoch.
 static __device__ __forceinline__ void probe_done(void)
