@@ -38,13 +38,20 @@ static __device__ __forceinline__ int mkg_dispatch_fail(unsigned int *err, int l
     return -1;
 }
 
-// 1 if schedule s folds K chunks (wgmma N <= MKG_CHUNKED_MAX_WN, cooperative consumers): callers
-// with a chunk step loop (CHUNKS = 1: the megakernel, mkg_dispatch_consume_chunked) run those rows only.
+// 1 if a row of these columns folds K chunks (wgmma N <= MKG_CHUNKED_MAX_WN, cooperative consumers).
+template <int TM, int TN, int TK, int ST, int SWAP, int PP>
+static constexpr bool mkg_dispatch_capable_row()
+{
+    return mkg_shape<TM, TN, MKG_DISPATCH_TK, ST, SWAP, TK / 64>::CHUNKED && !PP;
+}
+
+// 1 if schedule s folds K chunks: callers with a chunk step loop (CHUNKS = 1: the megakernel,
+// mkg_dispatch_consume_chunked) run those rows only.
 static __device__ __forceinline__ int mkg_dispatch_chunk_capable(int s)
 {
     switch (s) {
 #define MKG_X_CAPABLE(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) \
-    case MKG_SCHED_##name: return mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap, tk / 64>::CHUNKED && !pp;
+    case MKG_SCHED_##name: return mkg_dispatch_capable_row<tm, tn, tk, st, swap, pp>();
         MKG_SCHEDULE_LIST(MKG_X_CAPABLE)
 #undef MKG_X_CAPABLE
     default: return 0;
@@ -191,8 +198,7 @@ static __device__ __forceinline__ unsigned int mkg_dispatch_geom(int s)
     unsigned int g = 0u;
 #define MKG_X_GEOM(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                   \
     g = s == MKG_SCHED_##name ? mkg_dispatch_geom_word(tm, tn, split, mkg_dispatch_row(cl, pp, tm, tn, st),   \
-                                                       mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap,           \
-                                                                 tk / 64>::CHUNKED && !pp)                    \
+                                                       mkg_dispatch_capable_row<tm, tn, tk, st, swap, pp>())  \
                               : g;
     MKG_SCHEDULE_LIST(MKG_X_GEOM)
 #undef MKG_X_GEOM
