@@ -271,12 +271,15 @@ if has ncukern; then
   # no launch gaps) while the bench times MKG_NCUKERN_ARGS (';'-separated argument sets, e.g.
   # "--only llama32_1b_o --max-m 1 --kc-policy cluster"), into ncukern.txt. Set against the bench's
   # graph-replayed us per launch it splits a row's time into kernel and launch overhead.
+  # MKG_NCUKERN_REGEX: the kernels (mkg_gemm_persistent; "mkg_gemm_persistent|mkg_bench_dispatch" adds the
+  # dispatch kernel); MKG_NCUKERN_METRICS: more ncu metrics, comma-separated.
   say "ncu kernel durations (${MKG_NCUKERN_ARGS:-})"
   IFS=';' read -r -a ncuk_sets <<<"${MKG_NCUKERN_ARGS:-}"
   for a in "${ncuk_sets[@]}"; do
     echo "#### $a" >>"$out/ncukern.txt"
     # shellcheck disable=SC2086
-    timeout "${MKG_NCUKERN_TIMEOUT:-150}" ncu --clock-control none -k "regex:mkg_gemm_persistent" --metrics gpu__time_duration.sum,launch__grid_size \
+    timeout "${MKG_NCUKERN_TIMEOUT:-150}" ncu --clock-control none -k "regex:${MKG_NCUKERN_REGEX:-mkg_gemm_persistent}" \
+      --metrics "gpu__time_duration.sum,launch__grid_size${MKG_NCUKERN_METRICS:+,$MKG_NCUKERN_METRICS}" \
       --print-summary per-kernel "$build"/bench/mkg_bench_gemm --shapes "$root/bench/shapes.csv" --dtype bf16 \
       --replays 3 --out /tmp/ncukern.json $a >>"$out/ncukern.txt" 2>&1
     say "ncu kernels rc=$? ($a)"
