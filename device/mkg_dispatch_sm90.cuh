@@ -466,7 +466,7 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
             constexpr int NPR = PER_ROW && RP < NP ? RP : NP;                                  \
             if (PER_ROW && mkg_producer_rank<NP>() >= NPR)                                     \
                 break;                                                                         \
-            mkg_gemm_produce_rest<tm, tn, mkg_dispatch_sub(DT), st, swap, 1, ONE, tk / 64, NPR>( \
+            mkg_gemm_produce_rest<tm, tn, mkg_dispatch_sub(DT), st, swap, 1, ONE, tk / 64, NPR, true>( \
                 p, m, unit, raster, group, split, r, sm, pre);                                 \
         }                                                                                      \
         break;

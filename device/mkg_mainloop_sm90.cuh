@@ -321,7 +321,10 @@ static __device__ __forceinline__ int mkg_gemm_produce_b_first(const mkg_gemm_pa
 // The rest of a unit's loads after `pre` B-only stages (pre = 0: the whole unit).
 // CL > 1: this CTA loads its own A and the rank-th 1/CL of the B tile, multicast to
 // every CTA of the cluster; each CTA's full barrier still expects a whole stage.
-template <int TM, int TN, int TK, int ST, int SWAP, int CL = 1, bool ONE = false, int KH = 1, int NP = 1>
+// PFM: first prefetch.tensormap the unit's A and B maps (callers whose maps sit in global
+// memory, not in kernel parameters; see mkg_dispatch_produce).
+template <int TM, int TN, int TK, int ST, int SWAP, int CL = 1, bool ONE = false, int KH = 1, int NP = 1,
+          bool PFM = false>
 static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_params *p, int m, int unit, int raster,
                                                              int group, int split, mkg_ring *r, const mkg_smem *sm,
                                                              int pre)
@@ -335,6 +338,10 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
     const mkg_unit u = mkg_unit_of<TM, TN, TK, CL, ONE, KH>(p, m, unit, raster, group, split, rank);
     const CUtensorMap *map_a = &p->a_map[mkg_box_class(TM)];
     const CUtensorMap *map_b = &p->b_map[mkg_box_class(TN / CL)];
+    if constexpr (PFM) {
+        mkg_prefetch_tensormap(map_a);
+        mkg_prefetch_tensormap(map_b);
+    }
     const int kt0 = u.c0 * u.kct;
     const int kt_end = min(u.c1 * u.kct, u.kt);
     const uint32_t slot0 = (r->slot + (uint32_t)(ST - pre)) % (uint32_t)ST;
