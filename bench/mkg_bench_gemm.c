@@ -40,6 +40,7 @@ typedef struct mkg_bench_args {
     int block_scales;           /* --block-scales 0|1 */
     int l2_default;             /* --l2-hints 0 */
     int sets;                   /* --sets N (0: enough to cover 2 x L2) */
+    const char *schedules;      /* --schedules SUB[,SUB..] */
 } mkg_bench_args;
 
 static void mkg_bench_usage(FILE *f)
@@ -49,7 +50,7 @@ static void mkg_bench_usage(FILE *f)
             "                      [--replays N] [--only NAME[,NAME..]] [--max-m N] [--min-m N]\n"
             "                      [--table FILE] [--autotune-out FILE] [--pdl 0|1] [--sustain MS]\n"
             "                      [--dispatch-grid sms|units] [--kc-policy one|decode|fixed] [--block-scales 0|1]\n"
-            "                      [--l2-hints 0|1] [--sets N]\n"
+            "                      [--l2-hints 0|1] [--sets N] [--schedules SUB[,SUB..]]\n"
             "  --out PATH      results JSON to write (required)\n"
             "  --shapes FILE   shapes CSV `name,N,K,M values` (default %s)\n"
             "  --dtype D       input and output dtype: bf16, fp16, tf32 (fp32 operands and C, tf32\n"
@@ -75,6 +76,9 @@ static void mkg_bench_usage(FILE *f)
             "                  cover twice the L2, so that small rows run with operands, tables, tensor\n"
             "                  maps and code left in the L2 by the previous replay (JSON rotation_sets;\n"
             "                  0 without --sets: the spec's cold-operand timing); not with --autotune-out\n"
+            "  --schedules SUBS a diagnostic (e.g. under ncu): time only the schedules whose name holds one\n"
+            "                  of these comma-separated substrings; the oracle is then the best of those\n"
+            "                  (JSON schedule_filter); not with --autotune-out\n"
             "  --kc-policy P   each layer's canonical K chunk (invariant mode, from N and K only): one\n"
             "                  (default, mkg_plan_kc: KC = K) or decode (mkg_plan_kc_decode: chunks that\n"
             "                  give decode split-K enough work units) or fixed (KC = the --kc-min value for\n"
@@ -170,6 +174,8 @@ static void mkg_bench_parse_args(int argc, char **argv, mkg_bench_args *a)
                 exit(1);
             }
         }
+        else if (strcmp(flag, "--schedules") == 0)
+            a->schedules = value;
         else if (strcmp(flag, "--sustain") == 0)
             a->sustain_ms = mkg_bench_int_arg(flag, value);
         else if (strcmp(flag, "--dispatch-grid") == 0) {
@@ -288,6 +294,11 @@ int main(int argc, char **argv)
                         "cold-operand timing (no --sets)\n");
         return 1;
     }
+    if (args.schedules && args.autotune_out) {
+        fprintf(stderr, "mkg_bench_gemm: --schedules is a diagnostic; an autotuned table must time every "
+                        "schedule (no --schedules)\n");
+        return 1;
+    }
     if (mkg_bench_read_shapes(args.shapes, &shapes, &nshapes) != 0)
         return 1;
     if (args.only)
@@ -326,6 +337,7 @@ int main(int argc, char **argv)
     cfg.sustain_ms = args.sustain_ms;
     cfg.dispatch_grid_units = args.dispatch_grid_units;
     cfg.rotation_sets = args.sets;
+    cfg.sched_filter = args.schedules;
     cfg.kc_policy = args.kc_policy;
     cfg.kc_min = args.kc_min;
     cfg.block_scales = args.block_scales;

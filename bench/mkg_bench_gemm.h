@@ -45,6 +45,8 @@ typedef struct mkg_bench_cfg {
                                    sampling the SM clock and board power (mkg_bench_sustain) */
     int dispatch_grid_units;    /* 1: the dispatch kernel launches min(SMs, units of the planned
                                    schedule) CTAs, a diagnostic (the host reads the plan); 0: SMs */
+    const char *sched_filter;   /* --schedules: only schedules whose name holds one of these comma-separated
+                                   substrings are timed (a diagnostic, e.g. for ncu); NULL: all */
     int rotation_sets;          /* >= 2: this many rotation sets per row (--sets, a diagnostic); 0: enough
                                    to cover twice the L2 (mkg_bench_rotation_sets) */
     int kc_policy;              /* each layer's canonical K chunk: MKG_BENCH_KC_ONE (mkg_plan_kc, the
