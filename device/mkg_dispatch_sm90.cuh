@@ -70,6 +70,11 @@ static __device__ __forceinline__ int mkg_dispatch_chunk_capable(int s)
 #ifndef MKG_DISPATCH_ONLY_SHAPE
 #define MKG_DISPATCH_ONLY_SHAPE -1
 #endif
+// MKG_DISPATCH_MAP_PREFETCH (an experiment knob, 1 by default): 0 drops v92's prefetch.tensormap of
+// each unit's A and B maps in mkg_dispatch_produce, for an A/B build.
+#ifndef MKG_DISPATCH_MAP_PREFETCH
+#define MKG_DISPATCH_MAP_PREFETCH 1
+#endif
 static constexpr bool mkg_dispatch_row(int cl, int /* pp */, int tm = 0, int tn = 0, int st = 0)
 {
     return cl == 1 &&
@@ -466,7 +471,8 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
             constexpr int NPR = PER_ROW && RP < NP ? RP : NP;                                  \
             if (PER_ROW && mkg_producer_rank<NP>() >= NPR)                                     \
                 break;                                                                         \
-            mkg_gemm_produce_rest<tm, tn, mkg_dispatch_sub(DT), st, swap, 1, ONE, tk / 64, NPR, true>( \
+            constexpr bool PFM = MKG_DISPATCH_MAP_PREFETCH != 0;                                \
+            mkg_gemm_produce_rest<tm, tn, mkg_dispatch_sub(DT), st, swap, 1, ONE, tk / 64, NPR, PFM>( \
                 p, m, unit, raster, group, split, r, sm, pre);                                 \
         }                                                                                      \
         break;
