@@ -174,8 +174,15 @@ static void mkg_bench_parse_args(int argc, char **argv, mkg_bench_args *a)
                 exit(1);
             }
         }
-        else if (strcmp(flag, "--schedules") == 0)
+        else if (strcmp(flag, "--schedules") == 0) {
+            /* schedule-name fragments only: the JSON's schedule_filter writes them unescaped */
+            if (value[strspn(value, "abcdefghijklmnopqrstuvwxyz0123456789_,")] != '\0') {
+                fprintf(stderr, "mkg_bench_gemm: --schedules takes schedule-name fragments (a-z, 0-9, _), "
+                                "comma-separated, not %s\n", value);
+                exit(1);
+            }
             a->schedules = value;
+        }
         else if (strcmp(flag, "--sustain") == 0)
             a->sustain_ms = mkg_bench_int_arg(flag, value);
         else if (strcmp(flag, "--dispatch-grid") == 0) {

@@ -1010,19 +1010,13 @@ int mkg_bench_schedule_eligible(const mkg_gemm_desc *d, int s)
 /* 1 if schedule name `name` holds one of the comma-separated substrings of `filter` (--schedules). */
 static int mkg_bench_sched_matches(const char *filter, const char *name)
 {
-    char sub[64];
-    for (const char *at = filter; *at;) {
-        const char *end = strchr(at, ',');
-        const size_t len = end ? (size_t)(end - at) : strlen(at);
-        if (len > 0 && len < sizeof sub) {
-            memcpy(sub, at, len);
-            sub[len] = '\0';
-            if (strstr(name, sub))
+    for (const char *at = filter; at;) {
+        const char *comma = strchr(at, ',');
+        const size_t n = comma ? (size_t)(comma - at) : strlen(at);
+        for (const char *s = name; n > 0 && *s; ++s)
+            if (strncmp(s, at, n) == 0)
                 return 1;
-        }
-        if (!end)
-            break;
-        at = end + 1;
+        at = comma ? comma + 1 : NULL;
     }
     return 0;
 }
