@@ -423,6 +423,16 @@ static __device__ __forceinline__ void mkg_gemm_produce_unit(const mkg_gemm_para
 
 // ---- consumers: 2 warpgroups, wg = 0 or 1 -------------------------------------------
 
+// The chunk fold's starting value (mkg_gemm_consume_step): -0.0f, the identity of IEEE addition
+// (-0 + x == x for every x, +0 included), so a unit's first chunk folds like the others.
+template <int N>
+static __device__ __forceinline__ void mkg_fold_reset(float *tot)
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+        tot[i] = -0.0f;
+}
+
 // Partials of (tile, chunk, warpgroup): 64 x WN floats laid out so that thread t's
 // float4 number q sits at q * 512 + 4 t (each warp moves 512 contiguous bytes).
 template <int WN>
@@ -511,7 +521,8 @@ static __device__ __forceinline__ void mkg_unit_chunk_range(const mkg_gemm_param
 }
 
 // One step: chunk c of work unit `unit`. The caller owns the accumulators d and the
-// fold tot (mkg_shape<...>::WN / 2 floats each, d zeroed once before the first step)
+// fold tot (mkg_shape<...>::WN / 2 floats each, d zeroed once before the first step; with XE,
+// tot set by mkg_fold_reset once before the first step, and each unit's last step leaves it so)
 // and runs a unit's steps back to back, chunks in increasing order.
 // NOTE: steps are flat on purpose. With the chunk loop nested inside the unit loop,
 // ptxas serialized every wgmma (advisory C7520, "WG.AR in divergent path"); one loop
@@ -693,18 +704,35 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
         const bool partials = u.splits > 1;
         if (partials)
             mkg_partial_store<WN>(mkg_partial_at<WN>(p, &u, c, wg), d);
+        // XE (the shipped kernel): tot enters a unit's first chunk as -0.0f (mkg_fold_reset: the
+        // kernel's, then each unit's last step below), and -0 + x is x bit for bit, so the fold is
+        // one in-place FADD per accumulator. `tot = c == c0 ? d : tot + d` compiles to an FADD and
+        // an FSEL per accumulator on every chunk, a third of a block-scaled chunk's FP32 work (v93).
+        // NOTE: other callers keep the select: in the megakernel, tot kept live between units
+        // raised the spill stores from 1932 to 3312 bytes.
+        if constexpr (XE) {
 #pragma unroll
-        for (int i = 0; i < WN / 2; ++i)
-            tot[i] = c == u.c0 ? d[i] : tot[i] + d[i];
+            for (int i = 0; i < WN / 2; ++i)
+                tot[i] += d[i];
+        } else {
+#pragma unroll
+            for (int i = 0; i < WN / 2; ++i)
+                tot[i] = c == u.c0 ? d[i] : tot[i] + d[i];
+        }
         if (c + 1 < u.c1)
             return;                                   // the unit's next chunk follows on this CTA
         if (partials) {
-            if (!mkg_split_arrive_last(p, &u, sm, wg))
+            if (!mkg_split_arrive_last(p, &u, sm, wg)) {
+                if constexpr (XE)
+                    mkg_fold_reset<WN / 2>(tot);
                 return;
+            }
             mkg_partial_fold<WN, XE>(p, &u, wg, tot);
         }
         mkg_apply_input_scale<DT, WN / 2>(p, tot);
         mkg_epilogue_store<WN, SWAP, EPI_NB, OT>(p, m, tot, x0, y0, r, epi, wg);
+        if constexpr (XE)
+            mkg_fold_reset<WN / 2>(tot);
     }
 }
 
