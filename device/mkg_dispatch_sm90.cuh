@@ -561,8 +561,9 @@ static __device__ __forceinline__ void mkg_dispatch_consume_step(const mkg_gemm_
 // arrays sized for the widest row, as before, the megakernel kept MKG_CHUNKED_MAX_WN floats live
 // through every task's loop. HOOK: mkg_unit_done(on_unit, u) runs after each unit's last step, a free
 // function the caller defines for its hook struct F (the megakernel's timeline stamp; found at
-// instantiation); without HOOK on_unit is not touched.
-template <int DT, int TM, int TN, int TK, int ST, int SWAP, int SPLIT, int KH, bool HOOK, class F>
+// instantiation); without HOOK on_unit is not touched. FIP: the chunk fold adds in place from -0.0f
+// (mkg_gemm_consume_step; the one-layer kernels), else it selects on the unit's first chunk.
+template <int DT, int TM, int TN, int TK, int ST, int SWAP, int SPLIT, int KH, bool HOOK, bool FIP, class F>
 static __device__ __forceinline__ void mkg_dispatch_consume_loop(const mkg_gemm_params *p, int m, int u, int stride,
                                                                  int units, int raster, int group, mkg_ring *r,
                                                                  const mkg_smem *sm, int wg, F *on_unit)
@@ -572,6 +573,8 @@ static __device__ __forceinline__ void mkg_dispatch_consume_loop(const mkg_gemm_
 #pragma unroll
     for (int i = 0; i < H; ++i)
         d[i] = tot[i] = 0.0f;
+    if constexpr (FIP)
+        mkg_fold_reset<H>(tot);
     // The loop's bounds uniform to ptxas (mkg_warp_uniform): its exit is then not a divergent one,
     // and the ring state it carries stays in uniform registers.
     u = mkg_warp_uniform(u);
@@ -589,7 +592,7 @@ static __device__ __forceinline__ void mkg_dispatch_consume_loop(const mkg_gemm_
             c = mkg_warp_uniform(uu.c0);
         }
         while (u < units) {
-            mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, false, -1, KH>(
+            mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, false, -1, KH, 1, FIP>(
                 p, m, u, c, raster, group, SPLIT, r, sm, wg, d, tot, &uu, &bs);
             if (++c == mkg_warp_uniform(uu.c1)) {
                 if constexpr (HOOK)
@@ -610,8 +613,8 @@ static __device__ __forceinline__ void mkg_dispatch_consume_loop(const mkg_gemm_
         c_end = mkg_warp_uniform(c_end);
     }
     while (u < units) {
-        mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, false, -1, KH>(p, m, u, c, raster, group, SPLIT, r,
-                                                                              sm, wg, d, tot);
+        mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, false, 1, false, -1, KH, 1, FIP>(p, m, u, c, raster, group,
+                                                                                      SPLIT, r, sm, wg, d, tot);
         if (++c == c_end) {
             if constexpr (HOOK)
                 mkg_unit_done(on_unit, u);
@@ -625,7 +628,7 @@ static __device__ __forceinline__ void mkg_dispatch_consume_loop(const mkg_gemm_
     }
 }
 
-template <int DT, bool HOOK, class F>
+template <int DT, bool HOOK, bool FIP, class F>
 static __device__ __forceinline__ void mkg_dispatch_consume_switch(const mkg_gemm_params *p, int s, int m, int u0,
                                                                    int stride, int units, mkg_ring *r,
                                                                    const mkg_smem *sm, int wg, F *on_unit)
@@ -635,7 +638,7 @@ static __device__ __forceinline__ void mkg_dispatch_consume_switch(const mkg_gem
     case MKG_SCHED_##name:                                                                                  \
         if constexpr (mkg_shape<tm, tn, MKG_DISPATCH_TK, st, swap>::CHUNKED && mkg_dispatch_row(cl, pp, tm, tn, st) && \
                       !pp)                                                                                       \
-            mkg_dispatch_consume_loop<DT, tm, tn, mkg_dispatch_sub(DT), st, swap, split, tk / 64, HOOK>(          \
+            mkg_dispatch_consume_loop<DT, tm, tn, mkg_dispatch_sub(DT), st, swap, split, tk / 64, HOOK, FIP>(     \
                 p, m, u0, stride, units, raster, group, r, sm, wg, on_unit);                                    \
         break;
         MKG_SCHEDULE_LIST(MKG_X_LOOP)
@@ -645,13 +648,14 @@ static __device__ __forceinline__ void mkg_dispatch_consume_switch(const mkg_gem
 }
 
 // The chunk-stepping consumer loop with mkg_unit_done(on_unit, u) after each unit (a persistent
-// megakernel task; F is the caller's plain hook struct).
+// megakernel task; F is the caller's plain hook struct). NOTE: the fold selects (FIP = false): the
+// in-place fold keeps tot live between units, which raised the megakernel's spill stores 1932 -> 3312 B.
 template <int DT, class F>
 static __device__ __forceinline__ void mkg_dispatch_consume_units(const mkg_gemm_params *p, int s, int m, int u0,
                                                                   int stride, int units, mkg_ring *r,
                                                                   const mkg_smem *sm, int wg, F *on_unit)
 {
-    mkg_dispatch_consume_switch<DT, true>(p, s, m, u0, stride, units, r, sm, wg, on_unit);
+    mkg_dispatch_consume_switch<DT, true, false>(p, s, m, u0, stride, units, r, sm, wg, on_unit);
 }
 
 // The same without a per-unit hook: the consumers of a one-layer or test kernel whose pick has
@@ -662,7 +666,10 @@ static __device__ __forceinline__ void mkg_dispatch_consume_chunked(const mkg_ge
                                                                     int stride, int units, mkg_ring *r,
                                                                     const mkg_smem *sm, int wg)
 {
-    mkg_dispatch_consume_switch<DT, false, int>(p, s, m, u0, stride, units, r, sm, wg, nullptr);
+    // The in-place fold for e4m3 only: block-scaled chunks are one stage deep, so the fold's FSEL was a
+    // third of their FP32 work (v93). NOTE: for bf16 it made the bench's dispatch kernel spill
+    // (0 -> 1376 B stores, 184 B stack), tot being live between units; bf16 chunks span several stages.
+    mkg_dispatch_consume_switch<DT, false, DT == MKG_DTYPE_E4M3, int>(p, s, m, u0, stride, units, r, sm, wg, nullptr);
 }
 
 // Split count of schedule s (the SPLIT column).

@@ -183,7 +183,7 @@ mkg_gemm_persistent_sm90(const __grid_constant__ mkg_gemm_params params, int ras
         } else {
             float d[S::WN / 2];                          // (64, WN) chunk accumulators
             float tot[CH ? S::WN / 2 : 1];               // chunk fold
-            mkg_fold_reset<CH ? S::WN / 2 : 1>(tot);     // XE steps fold in place (mkg_gemm_consume_step)
+            mkg_fold_reset<CH ? S::WN / 2 : 1>(tot);     // e4m3 steps fold in place (mkg_gemm_consume_step)
 #pragma unroll
             for (int i = 0; i < S::WN / 2; ++i)
                 d[i] = 0.0f;

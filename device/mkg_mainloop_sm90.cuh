@@ -521,7 +521,7 @@ static __device__ __forceinline__ void mkg_unit_chunk_range(const mkg_gemm_param
 }
 
 // One step: chunk c of work unit `unit`. The caller owns the accumulators d and the
-// fold tot (mkg_shape<...>::WN / 2 floats each, d zeroed once before the first step; with XE,
+// fold tot (mkg_shape<...>::WN / 2 floats each, d zeroed once before the first step; with FIP,
 // tot set by mkg_fold_reset once before the first step, and each unit's last step leaves it so)
 // and runs a unit's steps back to back, chunks in increasing order.
 // NOTE: steps are flat on purpose. With the chunk loop nested inside the unit loop,
@@ -542,7 +542,8 @@ static __device__ __forceinline__ void mkg_unit_chunk_range(const mkg_gemm_param
 // A peer (rank > 0) leaves each chunk's partial in its shared memory past the ring (XE staging
 // space, which only rank 0 stores C through); rank 0 folds them in after its own chunks.
 template <int DT, int TM, int TN, int TK, int ST, int SWAP, bool ONE = !mkg_shape<TM, TN, TK, ST, SWAP>::CHUNKED,
-          int CL = 1, bool XE = false, int OT = -1, int KH = 1, int CK = 1>
+          int CL = 1, bool XE = false, int OT = -1, int KH = 1, int CK = 1,
+          bool FIP = XE && DT == MKG_DTYPE_E4M3>
 static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_params *p, int m, int unit, int c,
                                                              int raster, int group, int split, mkg_ring *r,
                                                              const mkg_smem *sm, int wg, float *d, float *tot,
@@ -704,13 +705,15 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
         const bool partials = u.splits > 1;
         if (partials)
             mkg_partial_store<WN>(mkg_partial_at<WN>(p, &u, c, wg), d);
-        // XE (the shipped kernel): tot enters a unit's first chunk as -0.0f (mkg_fold_reset: the
-        // kernel's, then each unit's last step below), and -0 + x is x bit for bit, so the fold is
-        // one in-place FADD per accumulator. `tot = c == c0 ? d : tot + d` compiles to an FADD and
-        // an FSEL per accumulator on every chunk, a third of a block-scaled chunk's FP32 work (v93).
-        // NOTE: other callers keep the select: in the megakernel, tot kept live between units
-        // raised the spill stores from 1932 to 3312 bytes.
-        if constexpr (XE) {
+        // FIP (e4m3 in the shipped kernel and in the one-layer chunk-stepping dispatch consumers):
+        // tot enters a unit's first chunk as -0.0f (mkg_fold_reset: the caller's, then each unit's
+        // last step below), and -0 + x is x bit for bit, so the fold is one in-place FADD per
+        // accumulator. `tot = c == c0 ? d : tot + d` compiles to an FADD and an FSEL per accumulator
+        // on every chunk, a third of a block-scaled chunk's FP32 work (v93: block-scaled e4m3 +16%,
+        // H100). NOTE: the other dtypes keep the select: tot live between units made the 16-bit and
+        // tf32 chunked shipped kernels at WN = 128 spill (224 B stores) and the megakernel's spill
+        // stores rise from 1932 to 3312 bytes; their chunks span several stages, so the FSEL is cheap.
+        if constexpr (FIP) {
 #pragma unroll
             for (int i = 0; i < WN / 2; ++i)
                 tot[i] += d[i];
@@ -723,7 +726,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
             return;                                   // the unit's next chunk follows on this CTA
         if (partials) {
             if (!mkg_split_arrive_last(p, &u, sm, wg)) {
-                if constexpr (XE)
+                if constexpr (FIP)
                     mkg_fold_reset<WN / 2>(tot);
                 return;
             }
@@ -731,7 +734,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
         }
         mkg_apply_input_scale<DT, WN / 2>(p, tot);
         mkg_epilogue_store<WN, SWAP, EPI_NB, OT>(p, m, tot, x0, y0, r, epi, wg);
-        if constexpr (XE)
+        if constexpr (FIP)
             mkg_fold_reset<WN / 2>(tot);
     }
 }
