@@ -55,14 +55,16 @@ static __device__ __forceinline__ void mkg_apply_input_scale(const mkg_gemm_para
     }
 }
 
-// FP8 block scales (mkg_gemm_desc::a_block_scales): chunk c is K block c (kc = 128), and
-// its partial d is scaled before it joins the fold. Element d[4j + 2h + e] is MMA row
-// xr + 8h, column yc + 8j + e (see mkg_epilogue_sm90.cuh); MMA rows are M rows and columns
-// N columns, or the other way round under SWAP. Its factor is sa(row, c) * sb(col / 128, c),
-// rounded once, then d times the factor, rounded once: explicit _rn operations, so no
-// schedule can contract them into the fold's add, and every schedule and split rounds the
-// same values. Rows and columns past M and N read the last valid scale; they are never
-// stored.
+// FP8 block scales (mkg_gemm_desc::a_block_scales): chunk c is K block c (kc = 128), and its
+// unscaled partial d joins the fold with its scale: tot = fma(d, factor, tot), rounded once
+// (mkg_block_scales_fold), tot starting at -0.0f. Element d[4j + 2h + e] is MMA row xr + 8h,
+// column yc + 8j + e (see mkg_epilogue_sm90.cuh); MMA rows are M rows and columns N columns, or
+// the other way round under SWAP. Its factor is sa(row, c) * sb(col / 128, c), rounded once.
+// Explicit _rn operations, so no schedule contracts or splits them otherwise; split and cluster
+// rows keep raw chunk partials and fold them the same way in chunk order, so every schedule and
+// split rounds the same values (v94: before, d * factor was rounded and then added, 64 more
+// FP32 instructions per chunk at WN = 128). Rows and columns past M and N read the last valid
+// scale; they are never stored.
 //
 // The factors' inputs are loaded at the start of the chunk's step, so that their L2 latency
 // overlaps the stage's wait and its wgmma (v19: loaded after the drain, they doubled the step).
@@ -104,8 +106,10 @@ static __device__ __forceinline__ mkg_bscale_in<WN, SWAP> mkg_block_scales_load(
     return f;
 }
 
+// tot = fma(d, sa * sb, first ? -0.0f : tot) per element: one chunk's step of the block-scaled fold.
 template <int WN, int SWAP>
-static __device__ __forceinline__ void mkg_block_scales_apply(const mkg_bscale_in<WN, SWAP> &f, float *d)
+static __device__ __forceinline__ void mkg_block_scales_fold(const mkg_bscale_in<WN, SWAP> &f, const float *d,
+                                                             float *tot, bool first)
 {
 #pragma unroll
     for (int j = 0; j < WN / 8; ++j) {
@@ -115,7 +119,8 @@ static __device__ __forceinline__ void mkg_block_scales_apply(const mkg_bscale_i
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const float s = SWAP ? __fmul_rn(fy, f.fx[h]) : __fmul_rn(f.fx[h], fy);   // sa * sb
-                d[4 * j + 2 * h + e] = __fmul_rn(d[4 * j + 2 * h + e], s);
+                const int i = 4 * j + 2 * h + e;
+                tot[i] = __fmaf_rn(d[i], s, first ? -0.0f : tot[i]);
             }
         }
     }
@@ -489,6 +494,24 @@ static __device__ __forceinline__ void mkg_partial_fold(const mkg_gemm_params *p
     }
 }
 
+// The block-scaled form of mkg_partial_fold: tot = the fold of every chunk's raw partial with its
+// scales (mkg_block_scales_fold), in chunk order; d (free by now) holds one chunk's partial.
+template <int WN, int SWAP>
+static __device__ __forceinline__ void mkg_partial_fold_bscaled(const mkg_gemm_params *p, const mkg_unit *u, int wg,
+                                                                int m, int x0, int y0, float *d, float *tot)
+{
+    for (int c = 0; c < u->chunks; ++c) {
+        const mkg_bscale_in<WN, SWAP> f = mkg_block_scales_load<WN, SWAP>(p, m, x0, y0, c);
+        const float *at = mkg_partial_at<WN>(p, u, c, wg);
+#pragma unroll
+        for (int q = 0; q < WN / 8; ++q) {
+            const float4 v = mkg_ld_global_cg_v4(at + 512 * q);
+            d[4 * q] = v.x, d[4 * q + 1] = v.y, d[4 * q + 2] = v.z, d[4 * q + 3] = v.w;
+        }
+        mkg_block_scales_fold<WN, SWAP>(f, d, tot, c == 0);
+    }
+}
+
 // Split units: counts this warpgroup's arrival at its tile; true for the last one,
 // which then owns the fold (and leaves the counter at 0 for the next launch).
 static __device__ __forceinline__ bool mkg_split_arrive_last(const mkg_gemm_params *p, const mkg_unit *u,
@@ -643,10 +666,10 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
         mkg_apply_input_scale<DT, WN / 2>(p, d);
         mkg_epilogue_store<WN, SWAP, EPI_NB, OT>(p, m, d, x0, y0, r, epi, wg);
     } else {
-        if constexpr (DT == MKG_DTYPE_E4M3) {
-            if (bscaled)
-                mkg_block_scales_apply<WN, SWAP>(bsf, d);
-        }
+        // Block-scaled chunks join the fold with their scales (mkg_block_scales_fold); d stays raw.
+        bool bfold = false;
+        if constexpr (DT == MKG_DTYPE_E4M3)
+            bfold = bscaled;
         if constexpr (CK > 1) {
             static_assert(CL == 1 && XE, "cluster split-K: the shipped kernel, one ring per CTA");
             static_assert(S::EPI_OFF + 2u * 64u * WN * 4u <= MKG_LAUNCH_RING_BYTES + MKG_LAUNCH_EPI_BYTES,
@@ -668,9 +691,15 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
                     mkg_mbarrier_arrive_release_cluster(mkg_mapa(mkg_fold_bar(sm, wg), 0u));
                 return;
             }
+            if constexpr (DT == MKG_DTYPE_E4M3) {
+                if (bfold)
+                    mkg_block_scales_fold<WN, SWAP>(bsf, d, tot, c == u.c0);
+            }
+            if (!bfold) {
 #pragma unroll
-            for (int i = 0; i < WN / 2; ++i)
-                tot[i] = c == u.c0 ? d[i] : tot[i] + d[i];
+                for (int i = 0; i < WN / 2; ++i)
+                    tot[i] = c == u.c0 ? d[i] : tot[i] + d[i];
+            }
             if (c + 1 < u.c1)
                 return;
             // The left fold goes on through rank 1's chunks, then rank 2's, ...: chunk order.
@@ -686,6 +715,16 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
 #pragma unroll
                     for (int q = 0; q < WN / 8; ++q)
                         v[q] = mkg_ld_shared_cluster_v4(peer + (uint32_t)i * 512u * WN + 2048u * q);
+                    if constexpr (DT == MKG_DTYPE_E4M3) {
+                        if (bfold) {
+                            const mkg_bscale_in<WN, SWAP> f = mkg_block_scales_load<WN, SWAP>(p, m, x0, y0, pc0 + i);
+#pragma unroll
+                            for (int q = 0; q < WN / 8; ++q)
+                                d[4 * q] = v[q].x, d[4 * q + 1] = v[q].y, d[4 * q + 2] = v[q].z, d[4 * q + 3] = v[q].w;
+                            mkg_block_scales_fold<WN, SWAP>(f, d, tot, false);
+                            continue;
+                        }
+                    }
 #pragma unroll
                     for (int q = 0; q < WN / 8; ++q) {
                         tot[4 * q] += v[q].x;
@@ -713,14 +752,20 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
         // H100). NOTE: the other dtypes keep the select: tot live between units made the 16-bit and
         // tf32 chunked shipped kernels at WN = 128 spill (224 B stores) and the megakernel's spill
         // stores rise from 1932 to 3312 bytes; their chunks span several stages, so the FSEL is cheap.
-        if constexpr (FIP) {
+        if constexpr (DT == MKG_DTYPE_E4M3) {
+            if (bfold)
+                mkg_block_scales_fold<WN, SWAP>(bsf, d, tot, !FIP && c == u.c0);
+        }
+        if (!bfold) {
+            if constexpr (FIP) {
 #pragma unroll
-            for (int i = 0; i < WN / 2; ++i)
-                tot[i] += d[i];
-        } else {
+                for (int i = 0; i < WN / 2; ++i)
+                    tot[i] += d[i];
+            } else {
 #pragma unroll
-            for (int i = 0; i < WN / 2; ++i)
-                tot[i] = c == u.c0 ? d[i] : tot[i] + d[i];
+                for (int i = 0; i < WN / 2; ++i)
+                    tot[i] = c == u.c0 ? d[i] : tot[i] + d[i];
+            }
         }
         if (c + 1 < u.c1)
             return;                                   // the unit's next chunk follows on this CTA
@@ -730,7 +775,10 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
                     mkg_fold_reset<WN / 2>(tot);
                 return;
             }
-            mkg_partial_fold<WN, XE>(p, &u, wg, tot);
+            if (bfold)
+                mkg_partial_fold_bscaled<WN, SWAP>(p, &u, wg, m, x0, y0, d, tot);
+            else
+                mkg_partial_fold<WN, XE>(p, &u, wg, tot);
         }
         mkg_apply_input_scale<DT, WN / 2>(p, tot);
         mkg_epilogue_store<WN, SWAP, EPI_NB, OT>(p, m, tot, x0, y0, r, epi, wg);
