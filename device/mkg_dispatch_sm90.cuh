@@ -571,10 +571,10 @@ static __device__ __forceinline__ void mkg_dispatch_consume_loop(const mkg_gemm_
     constexpr int H = mkg_shape<TM, TN, TK, ST, SWAP>::WN / 2;
     float d[H], tot[H];
 #pragma unroll
-    for (int i = 0; i < H; ++i)
-        d[i] = tot[i] = 0.0f;
-    if constexpr (FIP)
-        mkg_fold_reset<H>(tot);
+    for (int i = 0; i < H; ++i) {
+        d[i] = 0.0f;
+        tot[i] = FIP ? -0.0f : 0.0f;                 // FIP: the in-place fold's start (mkg_fold_reset)
+    }
     // The loop's bounds uniform to ptxas (mkg_warp_uniform): its exit is then not a divergent one,
     // and the ring state it carries stays in uniform registers.
     u = mkg_warp_uniform(u);

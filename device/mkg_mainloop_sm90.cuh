@@ -512,6 +512,30 @@ static __device__ __forceinline__ void mkg_partial_fold_bscaled(const mkg_gemm_p
     }
 }
 
+// Chunk d joins the fold tot: with its block scales where the layer has them (bfold, e4m3 only),
+// else added; FIP adds in place (tot entered the unit's first chunk as -0.0f), else the unit's
+// first chunk (first) starts the fold.
+template <int DT, int WN, int SWAP, bool FIP>
+static __device__ __forceinline__ void mkg_chunk_fold(bool bfold, const mkg_bscale_in<WN, SWAP> &f, const float *d,
+                                                      float *tot, bool first)
+{
+    if constexpr (DT == MKG_DTYPE_E4M3) {
+        if (bfold)
+            mkg_block_scales_fold<WN, SWAP>(f, d, tot, !FIP && first);
+    }
+    if (!bfold) {
+        if constexpr (FIP) {
+#pragma unroll
+            for (int i = 0; i < WN / 2; ++i)
+                tot[i] += d[i];
+        } else {
+#pragma unroll
+            for (int i = 0; i < WN / 2; ++i)
+                tot[i] = first ? d[i] : tot[i] + d[i];
+        }
+    }
+}
+
 // Split units: counts this warpgroup's arrival at its tile; true for the last one,
 // which then owns the fold (and leaves the counter at 0 for the next launch).
 static __device__ __forceinline__ bool mkg_split_arrive_last(const mkg_gemm_params *p, const mkg_unit *u,
@@ -691,15 +715,7 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
                     mkg_mbarrier_arrive_release_cluster(mkg_mapa(mkg_fold_bar(sm, wg), 0u));
                 return;
             }
-            if constexpr (DT == MKG_DTYPE_E4M3) {
-                if (bfold)
-                    mkg_block_scales_fold<WN, SWAP>(bsf, d, tot, c == u.c0);
-            }
-            if (!bfold) {
-#pragma unroll
-                for (int i = 0; i < WN / 2; ++i)
-                    tot[i] = c == u.c0 ? d[i] : tot[i] + d[i];
-            }
+            mkg_chunk_fold<DT, WN, SWAP, false>(bfold, bsf, d, tot, c == u.c0);   // rank 0's own chunks
             if (c + 1 < u.c1)
                 return;
             // The left fold goes on through rank 1's chunks, then rank 2's, ...: chunk order.
@@ -747,26 +763,12 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
         // FIP (e4m3 in the shipped kernel and in the one-layer chunk-stepping dispatch consumers):
         // tot enters a unit's first chunk as -0.0f (mkg_fold_reset: the caller's, then each unit's
         // last step below), and -0 + x is x bit for bit, so the fold is one in-place FADD per
-        // accumulator. `tot = c == c0 ? d : tot + d` compiles to an FADD and an FSEL per accumulator
-        // on every chunk, a third of a block-scaled chunk's FP32 work (v93: block-scaled e4m3 +16%,
-        // H100). NOTE: the other dtypes keep the select: tot live between units made the 16-bit and
+        // accumulator (an FFMA with block scales, v94). `tot = c == c0 ? d : tot + d` compiles to an
+        // FADD and an FSEL per accumulator on every chunk, a third of a block-scaled chunk's FP32 work
+        // before v94 (v93: block-scaled e4m3 +16%, H100). NOTE: the other dtypes keep the select: tot live between units made the 16-bit and
         // tf32 chunked shipped kernels at WN = 128 spill (224 B stores) and the megakernel's spill
         // stores rise from 1932 to 3312 bytes; their chunks span several stages, so the FSEL is cheap.
-        if constexpr (DT == MKG_DTYPE_E4M3) {
-            if (bfold)
-                mkg_block_scales_fold<WN, SWAP>(bsf, d, tot, !FIP && c == u.c0);
-        }
-        if (!bfold) {
-            if constexpr (FIP) {
-#pragma unroll
-                for (int i = 0; i < WN / 2; ++i)
-                    tot[i] += d[i];
-            } else {
-#pragma unroll
-                for (int i = 0; i < WN / 2; ++i)
-                    tot[i] = c == u.c0 ? d[i] : tot[i] + d[i];
-            }
-        }
+        mkg_chunk_fold<DT, WN, SWAP, FIP>(bfold, bsf, d, tot, c == u.c0);
         if (c + 1 < u.c1)
             return;                                   // the unit's next chunk follows on this CTA
         if (partials) {
@@ -775,10 +777,14 @@ static __device__ __forceinline__ void mkg_gemm_consume_step(const mkg_gemm_para
                     mkg_fold_reset<WN / 2>(tot);
                 return;
             }
-            if (bfold)
-                mkg_partial_fold_bscaled<WN, SWAP>(p, &u, wg, m, x0, y0, d, tot);
-            else
+            if constexpr (DT == MKG_DTYPE_E4M3) {
+                if (bfold)
+                    mkg_partial_fold_bscaled<WN, SWAP>(p, &u, wg, m, x0, y0, d, tot);
+                else
+                    mkg_partial_fold<WN, XE>(p, &u, wg, tot);
+            } else {
                 mkg_partial_fold<WN, XE>(p, &u, wg, tot);
+            }
         }
         mkg_apply_input_scale<DT, WN / 2>(p, tot);
         mkg_epilogue_store<WN, SWAP, EPI_NB, OT>(p, m, tot, x0, y0, r, epi, wg);
