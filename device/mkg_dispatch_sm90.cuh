@@ -482,6 +482,31 @@ static __device__ __forceinline__ void mkg_dispatch_produce(const mkg_gemm_param
     }
 }
 
+// Megakernel producer thread: unit `unit` of schedule s with its weights only, A left to a warp
+// of the CTA that writes it into each stage (mkg_gemm_produce_b_for_a; the stages go to it tagged
+// `tag`). No dependency wait: the writer waits for its rows. Chunk-capable rows only, the ones
+// the megakernel's consumers run (mkg_dispatch_consume_units). The unit's arrival is stamped for the
+// timeline (deps.stamps); the writer stamps when its input was ready.
+template <int DT>
+static __device__ __forceinline__ void mkg_dispatch_produce_b_for_a(const mkg_gemm_params *p, int s, int m, int unit,
+                                                                    mkg_ring *r, const mkg_smem *sm, uint32_t tag)
+{
+    if (p->deps.stamps)
+        p->deps.stamps[2 * unit] = mkg_globaltimer();
+    ++r->dep;
+    switch (s) {
+#define MKG_X_B_FOR_A(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                 \
+    case MKG_SCHED_##name:                                                                               \
+        if constexpr (mkg_dispatch_capable_row<tm, tn, tk, st, swap, pp>() && mkg_dispatch_row(cl, pp, tm, tn, st)) \
+            mkg_gemm_produce_b_for_a<tm, tn, mkg_dispatch_sub(DT), st, swap, tk / 64>(p, m, unit, raster, group, \
+                                                                                    split, r, sm, tag);    \
+        break;
+        MKG_SCHEDULE_LIST(MKG_X_B_FOR_A)
+#undef MKG_X_B_FOR_A
+    default: break;
+    }
+}
+
 // Consumer warpgroup wg, a layer of one K chunk (a CHUNKS = 0 pick): this CTA's units first,
 // first + stride, ... < units of schedule s, each with its epilogue. Cooperative rows split each
 // unit between the two consumer warpgroups; ping-pong rows run alternate units on alternate

@@ -388,6 +388,59 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
     r->fills += (uint32_t)(kt_end - kt0);             // the unit's stages, with the `pre` ones
 }
 
+// A stage handed to the A writer (mkg_gemm_produce_b_for_a), two words: the stage's offset in the
+// ring / 1024 (bits 0-8), its slot (9-12), KH - 1 (13), TM / 8 (14-18), SUB_BYTES / 1024 (19-25);
+// the stage's first K sub-tile kt * KH (bits 0-7 of word 1), the caller's tag (8-17), the unit (18-31).
+// A word 0 of ~0u ends the queue.
+#define MKG_AQ_END 0xffffffffu
+
+// The producer thread: stage (w0, w1) is armed, its B under way; the writer may fill its A.
+// NOTE: at most MKG_AQ_ENTRIES entries are ever unread: an entry names an armed slot whose A is not
+// written yet, a slot is armed again only after its consumers, and so the writer, finished it,
+// and MKG_AQ_ENTRIES >= any ring's stage count. So no check of the reader's count.
+static __device__ __forceinline__ void mkg_aq_push(const mkg_smem *sm, uint32_t w0, uint32_t w1)
+{
+    const uint32_t q = mkg_aq_at(sm);
+    const uint32_t n = mkg_ld_shared_b32(q);          // entries pushed so far (this thread alone writes it)
+    mkg_st_shared_v2_b32(q + 8u + 8u * (n % MKG_AQ_ENTRIES), w0, w1);
+    mkg_st_release_cta_shared_u32(q, n + 1u);
+}
+
+// Megakernel GEMMs whose A a warp of the CTA writes into the stages itself (the RMSNorm that
+// feeds the GEMM, run inside it: mkg_megakernel.cu): every stage of unit `unit` with B only, and
+// no dependency wait (the writer waits for its rows). The stage's full barrier expects B's bytes
+// and gets no arrival here: the writer arrives once A is in, so the phase completes when both
+// are. Each armed stage goes to the writer through the queue (mkg_aq_push), tagged with `tag`.
+template <int TM, int TN, int TK, int ST, int SWAP, int KH = 1>
+static __device__ __forceinline__ void mkg_gemm_produce_b_for_a(const mkg_gemm_params *p, int m, int unit, int raster,
+                                                                int group, int split, mkg_ring *r, const mkg_smem *sm,
+                                                                uint32_t tag)
+{
+    typedef mkg_shape<TM, TN, TK, ST, SWAP, KH> S;
+    static_assert(S::STAGE_BYTES % 1024u == 0 && ST * S::STAGE_BYTES / 1024u <= 512u && TM / 8 < 32 && KH <= 2 &&
+                      S::SUB_BYTES / 1024u < 128u,
+                  "a stage's facts fit the A writer's queue entry");
+    const mkg_unit u = mkg_unit_of<TM, TN, TK, 1, false, KH>(p, m, unit, raster, group, split);
+    const CUtensorMap *map_b = &p->b_map[mkg_box_class(TN)];
+    const int kt0 = u.c0 * u.kct, kt_end = min(u.c1 * u.kct, u.kt);
+    const mkg_load_policy pol = mkg_load_policies<TM>(p, m);
+    const uint32_t shape = (uint32_t)(KH - 1) << 13 | (uint32_t)(TM / 8) << 14 | (S::SUB_BYTES / 1024u) << 19;
+    for (int kt = kt0; kt < kt_end; ++kt) {
+        const uint32_t s = r->slot;
+        mkg_ring_wait_empty(r, sm, s);
+        const uint32_t full = sm->full + 8u * s;
+        mkg_mbarrier_expect_tx(full, KH * S::B_BYTES);
+#pragma unroll
+        for (int h = 0; h < KH; ++h)
+            mkg_tma_load_2d_pol(sm->ring + s * S::STAGE_BYTES + h * S::SUB_BYTES + S::A_BYTES, map_b, full,
+                                (kt * KH + h) * TK, u.t.n * TN, pol.b, pol.first);
+        mkg_aq_push(sm, s * (S::STAGE_BYTES / 1024u) | s << 9 | shape,
+                    (uint32_t)(kt * KH) | tag << 8 | (uint32_t)unit << 18);
+        mkg_ring_advance<ST>(r);
+    }
+    r->fills += (uint32_t)(kt_end - kt0);
+}
+
 // Waits (bounded) for A rows [row0, row1) of a megakernel GEMM; on a stall the loads
 // go out anyway, the consumers drain, and the grid exits with the stall recorded.
 // With deps.stamps set, unit's {t_reached, now} go to the timeline after the wait.

@@ -28,8 +28,12 @@
 // ring starts at most (barrier bytes rounded up to 8 mod 16, + 1016) past it, inside
 // MKG_LAUNCH_SMEM_BYTES' 1536-byte pad (16 stages: 256 + 8 flag bytes + the dependency word in
 // an 8-byte slot = 272, the 4 fold barriers of the cluster split-K rows = 304 and a handover's
-// gate byte per stage = 320, asserted with 8 bytes to spare: 328 + 1016 = 1344).
-static_assert(16 * MKG_LAUNCH_MAX_STAGES + 4 * MKG_LAUNCH_CONSUMERS + 16 + 32 + MKG_LAUNCH_MAX_STAGES + 1016 <=
+// gate byte per stage = 320, the A-writer queue = 456; asserted with 8 bytes to spare: 464 + 1016 = 1480).
+// After the gates: the A-writer queue (mkg_aq_at).
+#define MKG_AQ_ENTRIES MKG_LAUNCH_MAX_STAGES
+#define MKG_AQ_BYTES (8 + 8 * MKG_AQ_ENTRIES)
+static_assert(16 * MKG_LAUNCH_MAX_STAGES + 4 * MKG_LAUNCH_CONSUMERS + 16 + 32 + MKG_LAUNCH_MAX_STAGES + MKG_AQ_BYTES +
+                      1016 <=
                   MKG_LAUNCH_SMEM_BYTES - MKG_LAUNCH_RING_BYTES - MKG_LAUNCH_EPI_BYTES,
               "barrier area outgrows the shared-memory pad below the ring");
 // mkg_ring::parity holds a slot's parity in bit s and its pending handover gate in bit 16 + s.
@@ -76,7 +80,7 @@ static __device__ __forceinline__ mkg_smem mkg_smem_carve(void *dyn)
     sm.empty = sm.full + 8u * MKG_LAUNCH_MAX_STAGES;
     sm.flag = sm.empty + 8u * MKG_LAUNCH_MAX_STAGES;
     sm.dep = (sm.flag + 4u * MKG_LAUNCH_CONSUMERS + 7u) & ~7u;
-    sm.ring = (sm.dep + 8u + 32u + MKG_LAUNCH_MAX_STAGES + 1023u) & ~1023u;   // past the fold barriers and gates
+    sm.ring = (sm.dep + 8u + 32u + MKG_LAUNCH_MAX_STAGES + MKG_AQ_BYTES + 1023u) & ~1023u;   // past gates and queue
     sm.epi = sm.ring + MKG_LAUNCH_RING_BYTES;
     return sm;
 }
@@ -120,6 +124,13 @@ static __device__ __forceinline__ void mkg_fold_init(const mkg_smem *sm, int cta
 static __device__ __forceinline__ uint32_t mkg_ring_gate_at(const mkg_smem *sm, uint32_t s)
 {
     return sm->dep + 8u + 32u + s;
+}
+
+// The A-writer queue (megakernel GEMMs whose A a warp of the CTA writes, mkg_gemm_produce_b_for_a):
+// [pushed][popped] counts, then MKG_AQ_ENTRIES entries of 8 bytes. After the gates, 8-byte aligned.
+static __device__ __forceinline__ uint32_t mkg_aq_at(const mkg_smem *sm)
+{
+    return sm->dep + 8u + 32u + MKG_LAUNCH_MAX_STAGES;
 }
 
 static __device__ __forceinline__ uint32_t mkg_ring_bit(const mkg_ring *r, uint32_t s)

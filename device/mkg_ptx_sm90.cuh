@@ -42,6 +42,13 @@ static __device__ __forceinline__ void mkg_mbarrier_arrive_expect_tx(uint32_t ba
                  ::"r"(bar), "r"(bytes) : "memory");
 }
 
+// Adds expected transaction bytes to the current phase without arriving: the phase then needs
+// its arrivals from elsewhere (a warp that writes the rest of the stage, then arrives).
+static __device__ __forceinline__ void mkg_mbarrier_expect_tx(uint32_t bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+
 // True once the phase of the given parity has completed. A fresh barrier
 // reports parity 1 as complete, which is how a producer's first pass through
 // an empty ring proceeds without waiting.
@@ -263,9 +270,22 @@ static __device__ __forceinline__ void mkg_st_shared_v2_b32(uint32_t addr, uint3
     asm volatile("st.shared.v2.b32 [%0], {%1, %2};" ::"r"(addr), "r"(v0), "r"(v1) : "memory");
 }
 
+static __device__ __forceinline__ void mkg_st_shared_v4_b32(uint32_t addr, uint4 v)
+{
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
+}
+
 static __device__ __forceinline__ void mkg_st_shared_v4_f32(uint32_t addr, float a, float b, float c, float d)
 {
     asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+}
+
+static __device__ __forceinline__ uint2 mkg_ld_shared_v2_b32(uint32_t addr)
+{
+    uint2 v;
+    asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(addr) : "memory");
+    return v;
 }
 
 static __device__ __forceinline__ uint32_t mkg_ld_shared_b32(uint32_t addr)

@@ -224,6 +224,127 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
         mkg_dep_signal(a->counters + (size_t)task * a->rb_max, out_rb, elems);
 }
 
+// ---- norms inside the GEMMs (MKG_MK_OPT_NORM_IN_GEMM) ---------------------------------------
+
+// Work items of op o in this step: a norm run inside its GEMM has none.
+static __device__ __forceinline__ int mkg_mk_items_run(const mkg_mk_args *a, const mkg_mk_op *op, int o, int fused)
+{
+    return mkg_mk_norm_fused(a->ops, a->ops_run, o, fused) ? 0 : mkg_mk_items(op, &a->cfg, a->m, a->prefill,
+                                                                                a->attn_split);
+}
+
+// Chunk w of the eight a lane holds (w < 8; a select chain, so y stays in registers).
+static __device__ __forceinline__ uint4 mkg_mk_pick8(const uint4 y[8], int w)
+{
+    uint4 v = y[0];
+#pragma unroll
+    for (int i = 1; i < 8; ++i)
+        if (w == i)
+            v = y[i];
+    return v;
+}
+
+// The A writer, one warp, at the first stage of GEMM op o: waits (lane 0, bounded) for row 0 of
+// the input of the norm the GEMM runs inside, and leaves in y the normalised row's chunks l + 32 w
+// (lane l, w = 0..7; zeros past the row). The arithmetic of mkg_op_rmsnorm_rows for rows < 8 and
+// at most 256 chunks: virtual warp w's butterfly sum, the 8 sums added w = 0, 1, ..., the same
+// rsqrt and scale. On a stall the row is zeros (the stages still complete; the step reports it).
+// Returns when the input was seen complete (globaltimer), for the timeline.
+static __device__ __forceinline__ uint64_t mkg_mk_norm_row(const mkg_mk_args *a, int o, uint4 y[8], int lane)
+{
+    const mkg_model_config *c = &a->cfg;
+    const int nt = a->ops[o].dep, d = a->ops[nt].dep, chunks = c->hidden >> 3;
+    const uint4 *x = (const uint4 *)a->ops[nt].src, *g = (const uint4 *)a->ops[nt].weight;
+    if ((a->opts & MKG_MK_OPT_NORM_PREFETCH) && 8 * lane < chunks)
+        mkg_prefetch_l2(g + 8 * lane);
+    bool ok = true;
+    uint64_t t_ready = 0;
+    if (lane == 0) {
+        if (d >= 0) {
+            const unsigned int *ctr = a->counters + (size_t)d * a->rb_max;
+            const unsigned int per_row = (unsigned int)a->ops[d].out_cols;
+            if (nt == a->force_task && a->force_extra)
+                ok = mkg_dep_wait(ctr, per_row + a->force_extra, a->stall, (unsigned int)nt, 0u, a->timeout_ns);
+            if (ok)
+                ok = mkg_dep_wait_rows(ctr, per_row, a->m, 0, 1, a->stall, (unsigned int)nt, a->timeout_ns);
+        }
+        t_ready = a->timeline ? mkg_globaltimer() : 0;
+    }
+    ok = __shfl_sync(0xFFFFFFFFu, ok ? 1 : 0, 0) != 0;
+    __syncwarp();                                       // lane 0's acquire before every lane's reads of x
+    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
+    for (int w = 0; w < 8; ++w)
+        y[w] = ok && lane + 32 * w < chunks ? __ldcg(x + lane + 32 * w) : zero;
+    float ss = 0.0f;
+#pragma unroll
+    for (int w = 0; w < 8; ++w) {
+        const float s = mkg_norm_butterfly(lane + 32 * w < chunks ? mkg_norm_ss8(y[w], 0.0f) : 0.0f);
+        ss = w == 0 ? s : ss + s;
+    }
+    const float rs = rsqrtf(ss / (float)c->hidden + c->norm_eps);
+#pragma unroll
+    for (int w = 0; w < 8; ++w)
+        y[w] = lane + 32 * w < chunks ? mkg_norm_scale8(y[w], __ldg(g + lane + 32 * w), rs) : zero;
+    return t_ready;
+}
+
+// The A writer (warp 2 of the producer warpgroup, MKG_MK_OPT_NORM_IN_GEMM): takes the stages that
+// the producer thread armed with B only (mkg_gemm_produce_b_for_a) in the order it pushed them, and
+// writes each one's A: per K sub-tile, the token row's 8 chunks into row 0 of the 128-byte swizzled
+// (TM, 64) tile (row 0: chunk j at byte 16 j) and zeros into rows 1 .. TM - 1, as A's TMA load of a
+// one-token step would have left them (its rows past M are the buffer's, any values: a padded
+// row's products land in that token's own columns of C, which the epilogue does not store).
+// Then every lane fences its writes towards the async proxy (the consumers' wgmma) and lane 0
+// arrives on the stage's full barrier, the one arrival the phase waits for beside B's bytes.
+// At a new GEMM op it first makes the row (mkg_mk_norm_row). Ends at the producer's MKG_AQ_END.
+static __device__ __noinline__ void mkg_mk_a_writer(const mkg_mk_args *a, const mkg_smem *sm)
+{
+    const int lane = (int)threadIdx.x & 31;
+    const uint32_t q = mkg_aq_at(sm);
+    uint32_t popped = 0;
+    int op_cur = -1, unit_cur = -1;
+    uint64_t t_ready = 0;
+    uint4 y[8];
+    for (;;) {
+        while ((int)(mkg_ld_acquire_cta_shared_u32(q) - popped) <= 0)
+            __nanosleep(32);
+        const uint2 e = mkg_ld_shared_v2_b32(q + 8u + 8u * (popped % MKG_AQ_ENTRIES));
+        ++popped;
+        if (e.x == MKG_AQ_END)
+            break;
+        const int o = (int)((e.y >> 8) & 0x3ffu), unit = (int)(e.y >> 18);
+        bool first = false;
+        if (o != op_cur) {
+            t_ready = mkg_mk_norm_row(a, o, y, lane);
+            op_cur = o;
+            first = true;
+        }
+        if (unit != unit_cur || first) {
+            unit_cur = unit;
+            unsigned long long *stamps = a->rows[a->ops[o].table_row].params.deps.stamps;
+            if (lane == 0 && stamps)
+                stamps[2 * unit + 1] = first ? t_ready : mkg_globaltimer();
+        }
+        const uint32_t stage = sm->ring + (e.x & 0x1ffu) * 1024u, s = (e.x >> 9) & 15u;
+        const uint32_t kh = ((e.x >> 13) & 1u) + 1u, a_bytes = ((e.x >> 14) & 31u) * 1024u;
+        const uint32_t sub = ((e.x >> 19) & 127u) * 1024u;
+        const int q0 = (int)(e.y & 0xffu);
+        for (uint32_t h = 0; h < kh; ++h) {
+            const uint32_t tile = stage + h * sub;
+            const int kq = q0 + (int)h;                 // K sub-tile: the row's chunks 8 kq .. 8 kq + 7
+            if ((lane >> 3) == (kq & 3))                // chunk 8 kq + j sits in lane 8 (kq % 4) + j, y[kq / 4]
+                mkg_st_shared_v4_b32(tile + 16u * (uint32_t)(lane & 7), mkg_mk_pick8(y, kq >> 2));
+            for (uint32_t off = 128u + 16u * (uint32_t)lane; off < a_bytes; off += 512u)
+                mkg_st_shared_v4_b32(tile + off, make_uint4(0u, 0u, 0u, 0u));
+        }
+        mkg_fence_proxy_async_shared();
+        __syncwarp();
+        if (lane == 0)
+            mkg_mbarrier_arrive(sm->full + 8u * s);
+    }
+}
+
 // ---- the kernel ---------------------------------------------------------------------------
 
 // Producer thread, at GEMM op o: asks the TMA unit for the tensor maps of every GEMM op in
@@ -280,11 +401,15 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
 {
     extern __shared__ __align__(1024) unsigned char mkg_dyn_smem[];
     const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
-    if (threadIdx.x == 0)
+    if (threadIdx.x == 0) {
         mkg_smem_init(&sm);
+        mkg_st_shared_b32(mkg_aq_at(&sm), 0u);         // the A writer's queue: nothing pushed
+    }
     __syncthreads();
     const int grid = (int)gridDim.x;
     const int me = (a.opts & MKG_MK_OPT_TPC_SPREAD) ? mkg_cta_rank_spread((int)blockIdx.x, grid) : (int)blockIdx.x;
+    // Norms inside the GEMMs (mkg_mk_norm_in_gemm_step): every role deals the same items from it.
+    const int fused = mkg_mk_norm_in_gemm_step(&a.cfg, a.m, a.prefill, mkg_mk_opts_norm_in_gemm(a.opts));
     mkg_ring ring = mkg_ring_start();
     // NOTE: the megakernel's own register split: its producer runs dependency waits,
     // which do not fit the library's 40-register producer budget (ptxas ignored it).
@@ -310,16 +435,24 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                                                                         a.dispatch_err, &ring, &sm, 1, &p, &m, &units,
                                                                         handover);
                     items = s < 0 ? 0 : units;
+                    // A GEMM that runs its norm inside: B only, the A writer (warp 2) fills A.
+                    const bool by_writer = mkg_mk_wait_op(a.ops, a.ops_run, o, fused) != op.dep;
                     for (int u = mkg_mk_first(me, base); u < items; u += grid)
-                        if (np == 2)
+                        if (by_writer)
+                            mkg_dispatch_produce_b_for_a<MKG_DTYPE_BF16>(p, s, m, u, &ring, &sm, (uint32_t)o);
+                        else if (np == 2)
                             mkg_dispatch_produce<MKG_DTYPE_BF16, 1, false, 2>(p, s, m, u, &ring, &sm);
                         else
                             mkg_dispatch_produce<MKG_DTYPE_BF16, 1>(p, s, m, u, &ring, &sm);
                 } else {
-                    items = mkg_mk_items(&op, &a.cfg, a.m, a.prefill, a.attn_split);
+                    items = mkg_mk_items_run(&a, &op, o, fused);
                 }
                 base = (base + items) % grid;
             }
+            if (fused && threadIdx.x == 0)
+                mkg_aq_push(&sm, MKG_AQ_END, 0u);
+        } else if (fused && threadIdx.x / 32 == 2) {
+            mkg_mk_a_writer(&a, &sm);
         }
     } else {
         mkg_setmaxnreg_inc<MKG_MK_CONSUMER_REGS>();
@@ -349,7 +482,7 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                                                                wg, &hook);
                 staged = true;
             } else {
-                items = mkg_warp_uniform(mkg_mk_items(&op, &a.cfg, a.m, a.prefill, a.attn_split));
+                items = mkg_warp_uniform(mkg_mk_items_run(&a, &op, o, fused));
                 for (int i = mkg_mk_first(me, base); i < items; i += grid) {
                     // The items' scratch is the GEMM epilogue's staging area (sm.epi). After a GEMM
                     // task, each warpgroup's TMA stores may still be reading their staging buffers,

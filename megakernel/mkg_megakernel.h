@@ -62,12 +62,23 @@ extern "C" {
                                                units ~25 us before the input, while attention and O leave DRAM idle;
                                                off: 3 tiles flat at decode b1 and +35 us at b8, the whole tail +105 us
                                                (v77) */
+#define MKG_MK_OPT_NORM_IN_GEMM 4194304u /* decode steps of one token: each RMSNorm inside the GEMM that reads it
+                                           (mkg_mk_norm_in_gemm_step in mkg_mk_graph.h: a warp of the producer
+                                           warpgroup writes the normalised row into the stages as A, same bits);
+                                           ignored with TWO_PRODUCERS */
 /* Bits the GEMM rows of the dispatch table take at mkg_mk_create (deps.flags). */
 #define MKG_MK_OPT_TABLE_BITS                                                                          \
     (MKG_MK_OPT_GEMM_L2_TAIL | MKG_MK_OPT_GEMM_L2_ALL | MKG_MK_OPT_B_EVICT_FIRST | MKG_MK_OPT_A_MAP_PREFETCH | \
      MKG_MK_OPT_READY_IN_ORDER | MKG_MK_OPT_L2_TAIL_GATE_UP)
 #define MKG_MK_OPT_DEFAULT 133347u /* 1 2 32 64 128 2048 131072 (v73: decode b1 -2.2%); the L2 tail measured
                                      slower (bench/NOTES.md, mk-v7, mk-v9), and so did the ring by geometry (v76) */
+
+/* Whether launch options `opts` run the norms inside the GEMMs where a step allows it
+ * (mkg_mk_norm_in_gemm_step); the device and the trace writer ask the same. */
+static MKG_HD int mkg_mk_opts_norm_in_gemm(unsigned int opts)
+{
+    return (opts & MKG_MK_OPT_NORM_IN_GEMM) && !(opts & MKG_MK_OPT_TWO_PRODUCERS);
+}
 
 /* Kernel arguments of one step (passed by value, __grid_constant__). */
 typedef struct mkg_mk_args {

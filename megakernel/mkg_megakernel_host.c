@@ -37,6 +37,7 @@ struct mkg_mk {
     unsigned int tail_tiles;            /* MKG_MK_L2_TAIL_TILES knob: K tiles of a unit's L2 tail (0: all) */
     int force_task;
     unsigned int force_extra;
+    int last_ops_run, last_fused;       /* the last step's ops and mkg_mk_norm_in_gemm_step (for its trace) */
 };
 
 // The task counters and, after them, decode attention's split counters (one allocation, one
@@ -469,6 +470,8 @@ mkg_status mkg_mk_step(mkg_mk *mk, int m, int prefill, int pos0, int lm_head, cu
     a.attn_ctr = mk->counters + (size_t)mk->ops * mk->rb_max;
     a.force_task = mk->force_task;
     a.force_extra = mk->force_extra;
+    mk->last_ops_run = a.ops_run;
+    mk->last_fused = mkg_mk_norm_in_gemm_step(c, m, prefill, mkg_mk_opts_norm_in_gemm(mk->opts));
     if (cudaMemsetAsync(mk->counters, 0, mkg_mk_counter_bytes(mk), s) != cudaSuccess ||
         cudaMemsetAsync(mk->stall, 0, 16, s) != cudaSuccess ||
         cudaMemsetAsync(a.dispatch_err, 0, 4, s) != cudaSuccess ||
@@ -538,7 +541,7 @@ mkg_status mkg_mk_write_trace(mkg_mk *mk, const char *path)
         free(e);
         return MKG_ERR_TABLE_MISSING;
     }
-    /* ts / dur: the item on its CTA (consumers); args: the task it waited for (dep), when its
+    /* ts / dur: the item on its CTA (consumers); args: the task it waited for (dep: mkg_mk_wait_op), when its
      * input was complete (ready_us) and, for a GEMM unit, when its producer reached it
      * (reached_us: the weight tiles before the wait start then); decode attention items: the
      * ends of their RoPE, block loop and merge steps (phase_us). */
@@ -565,7 +568,8 @@ mkg_status mkg_mk_write_trace(mkg_mk *mk, const char *path)
         fprintf(f, "%s{\"name\": \"%s\", \"ph\": \"X\", \"pid\": 0, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, "
                    "\"args\": {\"task\": %d, \"item\": %d, \"dep\": %d, \"ready_us\": %.3f, \"reached_us\": %.3f%s}}",
                 first ? "" : ",\n", mkg_mk_task_name(mk, task, name, sizeof name), (int)(i / mk->timeline_cap),
-                (double)(x[1] - t_min) / 1000.0, (double)(x[3] - x[1]) / 1000.0, task, item, op->dep,
+                (double)(x[1] - t_min) / 1000.0, (double)(x[3] - x[1]) / 1000.0, task, item,
+                mkg_mk_wait_op(mk->ops_h, mk->last_ops_run, task, mk->last_fused),
                 ready ? (double)(ready - t_min) / 1000.0 : -1.0, reached ? (double)(reached - t_min) / 1000.0 : -1.0,
                 phases);
         first = 0;

@@ -90,6 +90,32 @@ static MKG_HD int mkg_mk_items(const mkg_mk_op *op, const mkg_model_config *c, i
     return 0;
 }
 
+/* Norms inside the GEMMs (MKG_MK_OPT_NORM_IN_GEMM): a decode step of one token runs each RMSNorm
+ * inside the GEMM that reads it (QKV, gate/up, LM head). A warp of every CTA with a unit of that
+ * GEMM normalises the token's row itself, with the norm op's arithmetic (mkg_mk_norm.cuh: the same
+ * reduction order, so the same bits), and writes it into the unit's stages as A; the norm op has
+ * no items, and the GEMM waits for the norm's input instead. The warp keeps the row in registers:
+ * one row (m = 1) of at most 256 chunks of 8 (hidden <= 2048); its queue tags a stage with the op (< 1024). */
+static MKG_HD int mkg_mk_norm_in_gemm_step(const mkg_model_config *c, int m, int prefill, int on)
+{
+    return on && !prefill && m == 1 && c->hidden % 8 == 0 && c->hidden <= 8 * 256 && 7 * c->layers + 2 <= 1024;
+}
+
+/* 1 if op t of the step's first n ops is a norm run inside the GEMM right after it (fused: the
+ * step's mkg_mk_norm_in_gemm_step). The last op run (a final norm without the LM head) keeps its task. */
+static MKG_HD int mkg_mk_norm_fused(const mkg_mk_op *ops, int n, int t, int fused)
+{
+    return fused && ops[t].kind == MKG_MK_NORM && t + 1 < n && ops[t + 1].kind == MKG_MK_GEMM && ops[t + 1].dep == t;
+}
+
+/* The op whose output op t's items wait for: its dep, or for a GEMM that runs its norm inside
+ * (mkg_mk_norm_fused of its dep), the norm's own input (-1: the step's input x). */
+static MKG_HD int mkg_mk_wait_op(const mkg_mk_op *ops, int n, int t, int fused)
+{
+    const int d = ops[t].dep;
+    return d >= 0 && ops[t].kind == MKG_MK_GEMM && mkg_mk_norm_fused(ops, n, d, fused) ? ops[d].dep : d;
+}
+
 /* Rows [*r0, *r1) of the input that attention item i reads, and the row block it writes.
  * Decode item i is part i % split of (token, KV head) = (i / split / KVH, i / split % KVH). */
 static MKG_HD void mkg_mk_attn_rows(const mkg_model_config *c, int m, int prefill, int split, int item, int *r0,

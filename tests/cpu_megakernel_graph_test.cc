@@ -55,9 +55,10 @@ struct item {
     std::vector<std::pair<int, int>> write_rows;    // [r0, r1) written
 };
 
-// Every item of every task at step size m, GEMMs cut by schedule sched[task].
+// Every item of every task at step size m, GEMMs cut by schedule sched[task]; fused: the step runs
+// its norms inside the GEMMs (mkg_mk_norm_in_gemm_step), so those norms have no items.
 std::vector<std::vector<item>> enumerate(const mkg_model_config &c, const std::vector<mkg_mk_op> &ops, int m,
-                                         int prefill, const std::vector<int> &sched)
+                                         int prefill, const std::vector<int> &sched, int fused = 0)
 {
     std::vector<std::vector<item>> all(ops.size());
     for (size_t t = 0; t < ops.size(); ++t) {
@@ -81,7 +82,8 @@ std::vector<std::vector<item>> enumerate(const mkg_model_config &c, const std::v
             }
         } else {
             const int split = mkg_mk_attn_split(&c, m, prefill);
-            const int items = mkg_mk_items(&op, &c, m, prefill, split);
+            const bool none = mkg_mk_norm_fused(ops.data(), (int)ops.size(), (int)t, fused);
+            const int items = none ? 0 : mkg_mk_items(&op, &c, m, prefill, split);
             for (int i = 0; i < items; ++i) {
                 item it{(int)t, i, 0, 0, {}, {}};
                 int out_rb;
@@ -162,6 +164,40 @@ TEST(MegakernelGraph, DependencyCountsMatchTheirProducers)
         }
 }
 
+// The norms run inside the GEMMs (MKG_MK_OPT_NORM_IN_GEMM) at decode steps of one token only; then
+// every norm that feeds the GEMM right after it has no items, that GEMM waits for the norm's own
+// input, and a final norm without the LM head after it keeps its task.
+TEST(MegakernelGraph, NormsRunInsideTheGemmsOnlyAtOneTokenDecode)
+{
+    const mkg_model_config c = small_config(3);
+    EXPECT_TRUE(mkg_mk_norm_in_gemm_step(&c, 1, 0, 1));
+    EXPECT_FALSE(mkg_mk_norm_in_gemm_step(&c, 1, 0, 0)) << "off unless asked for";
+    EXPECT_FALSE(mkg_mk_norm_in_gemm_step(&c, 2, 0, 1)) << "one token only";
+    EXPECT_FALSE(mkg_mk_norm_in_gemm_step(&c, 1, 1, 1)) << "not in prefill";
+    mkg_model_config wide = c;
+    wide.hidden = 4096;
+    EXPECT_FALSE(mkg_mk_norm_in_gemm_step(&wide, 1, 0, 1)) << "the writer holds at most 256 chunks of a row";
+    std::vector<mkg_mk_op> ops(mkg_mk_op_count(&c));
+    mkg_mk_graph_build(&c, nullptr, ops.data());
+    for (int run = (int)ops.size() - 1; run <= (int)ops.size(); ++run) {     // without and with the LM head
+        int fused_norms = 0;
+        for (int t = 0; t < run; ++t) {
+            const mkg_mk_op &op = ops[t];
+            EXPECT_EQ(mkg_mk_wait_op(ops.data(), run, t, 0), op.dep) << "off: every op waits on its dep";
+            if (mkg_mk_norm_fused(ops.data(), run, t, 1)) {
+                ++fused_norms;
+                EXPECT_EQ(ops[t + 1].kind, MKG_MK_GEMM);
+                EXPECT_EQ(mkg_mk_wait_op(ops.data(), run, t + 1, 1), op.dep) << "task " << t + 1;
+            } else if (op.kind == MKG_MK_GEMM && !mkg_mk_norm_fused(ops.data(), run, op.dep, 1)) {
+                EXPECT_EQ(mkg_mk_wait_op(ops.data(), run, t, 1), op.dep) << "a GEMM not after a norm: task " << t;
+            }
+            if (op.kind == MKG_MK_NORM && t + 1 == run)
+                EXPECT_FALSE(mkg_mk_norm_fused(ops.data(), run, t, 1)) << "a last norm keeps its task";
+        }
+        EXPECT_EQ(fused_norms, 2 * c.layers + (run == (int)ops.size() ? 1 : 0));
+    }
+}
+
 TEST(MegakernelGraph, RandomInterleavingsNeverDeadlockNorRunEarly)
 {
     const mkg_model_config c = small_config(3);
@@ -174,11 +210,13 @@ TEST(MegakernelGraph, RandomInterleavingsNeverDeadlockNorRunEarly)
             if (!prefill && m > c.max_batch)
                 continue;
             for (int sms : {1, 7, 132}) {
-                for (int rep = 0; rep < 4; ++rep, ++runs) {
+                for (int rep = 0; rep < 6; ++rep, ++runs) {
+                    // Odd repetitions run the norms inside the GEMMs where the step allows it.
+                    const int fused = mkg_mk_norm_in_gemm_step(&c, m, prefill, rep & 1);
                     std::vector<int> sched(ops.size());
                     for (auto &s : sched)
                         s = (int)(rng() % MKG_SCHED_COUNT);
-                    const auto all = enumerate(c, ops, m, prefill, sched);
+                    const auto all = enumerate(c, ops, m, prefill, sched, fused);
                     // Deal items to SMs exactly as the kernel does.
                     std::vector<std::vector<const item *>> queue(sms);
                     int base = 0;
@@ -206,23 +244,23 @@ TEST(MegakernelGraph, RandomInterleavingsNeverDeadlockNorRunEarly)
                             if (next[s] == queue[s].size())
                                 continue;
                             const item *it = queue[s][next[s]];
-                            const mkg_mk_op &op = ops[it->task];
+                            const int dep = mkg_mk_wait_op(ops.data(), (int)ops.size(), it->task, fused);
                             bool ok = true;
-                            for (int rb = it->r0 / 64; op.dep >= 0 && ok && rb * 64 < it->r1; ++rb)
-                                ok = counter[op.dep * 64 + rb] >=
-                                     (unsigned long long)mkg_mk_block_rows(m, rb) * ops[op.dep].out_cols;
+                            for (int rb = it->r0 / 64; dep >= 0 && ok && rb * 64 < it->r1; ++rb)
+                                ok = counter[dep * 64 + rb] >=
+                                     (unsigned long long)mkg_mk_block_rows(m, rb) * ops[dep].out_cols;
                             if (ok)
                                 ready.push_back(s);
                         }
                         ASSERT_FALSE(ready.empty()) << "deadlock: m " << m << " prefill " << prefill << " sms " << sms;
                         const int s = ready[rng() % ready.size()];
                         const item *it = queue[s][next[s]++];
-                        const mkg_mk_op &op = ops[it->task];
+                        const int dep = mkg_mk_wait_op(ops.data(), (int)ops.size(), it->task, fused);
                         // Every row it reads has had all of its writers finish.
-                        for (int r = it->r0; op.dep >= 0 && r < it->r1; ++r)
-                            ASSERT_EQ(written[op.dep][r], writers[op.dep][r])
+                        for (int r = it->r0; dep >= 0 && r < it->r1; ++r)
+                            ASSERT_EQ(written[dep][r], writers[dep][r])
                                 << "task " << it->task << " item " << it->index << " ran before row " << r
-                                << " of task " << op.dep << " was complete";
+                                << " of task " << dep << " was complete (fused " << fused << ")";
                         for (auto w : it->writes)
                             counter[it->task * 64 + w.first] += w.second;
                         for (auto wr : it->write_rows)
@@ -233,7 +271,7 @@ TEST(MegakernelGraph, RandomInterleavingsNeverDeadlockNorRunEarly)
                 }
             }
         }
-    EXPECT_GT(runs, 50);
+    EXPECT_GT(runs, 80);
 }
 
 // The printed plan is the one the megakernel runs: its layers are described with the SM count

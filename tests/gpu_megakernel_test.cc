@@ -243,8 +243,17 @@ TEST_F(Megakernel, ReadyInOrderOptionKeepsTheBits)
         }
 }
 
+// MKG_MK_OPT_NORM_IN_GEMM: at decode batch 1 each RMSNorm runs inside the GEMM that reads it (a
+// warp writes the normalised row into the stages as A) with the norm op's arithmetic, so the logits
+// must not change by a bit; batch 8 and prefill do not use it and must not change either.
+TEST_F(Megakernel, NormInGemmOptionKeepsTheBits)
+{
+    expect_launch_option_keeps_the_bits(MKG_MK_OPT_NORM_IN_GEMM, "the norms inside the GEMMs differ from norm tasks");
+}
+
 // Small steps for compute-sanitizer (memcheck, racecheck, synccheck): 2 layers, decode
-// and prefill, with waits long enough for the instrumented run.
+// and prefill, with waits long enough for the instrumented run; the one-token decode step also
+// with the norms inside the GEMMs (MKG_MK_OPT_NORM_IN_GEMM: the A writer's stores into the stages).
 TEST_F(Megakernel, TwoLayerStepsForSanitizers)
 {
     mkg_model_config c = test_config(2);
@@ -254,13 +263,16 @@ TEST_F(Megakernel, TwoLayerStepsForSanitizers)
     mkg_mk *mk = mkg_mk_runner_mk(r);
     cudaStream_t s = mkg_mk_runner_stream(r);
     mkg_mk_set_timeout_ms(mk, 120000.0);
-    const mkg_mk_case cases[] = {{"decode", 4, 50, 1}, {"prefill", 100, 0, 0}};
+    const unsigned int opts = mkg_mk_opts(mk);
+    const mkg_mk_case cases[] = {{"decode", 4, 50, 1}, {"prefill", 100, 0, 0}, {"decode", 1, 50, 1}};
     for (const mkg_mk_case &k : cases) {
+        mkg_mk_set_launch_opts(mk, k.tokens == 1 ? (opts | MKG_MK_OPT_NORM_IN_GEMM) & ~MKG_MK_OPT_TWO_PRODUCERS : opts);
         ASSERT_EQ(mkg_mk_runner_inputs(r, &k, 3), 0);
         ASSERT_EQ(mkg_mk_step(mk, k.tokens, k.phase[0] == 'p', 0, k.lm_head, s), MKG_OK);
         unsigned int stall[4], derr;
         EXPECT_EQ(mkg_mk_check(mk, s, stall, &derr), MKG_OK) << k.phase << " stall task " << (int)stall[0] - 1;
     }
+    mkg_mk_set_launch_opts(mk, opts);
     mkg_mk_runner_destroy(r);
 }
 
@@ -298,5 +310,41 @@ TEST_F(Megakernel, ForcedStallIsACleanErrorWithinASecond)
     mkg_mk_set_timeout_ms(mk, 1000.0);
     ASSERT_EQ(mkg_mk_step(mk, 8, 0, 0, 1, s), MKG_OK);
     EXPECT_EQ(mkg_mk_check(mk, s, nullptr, nullptr), MKG_OK);
+    mkg_mk_runner_destroy(r);
+}
+
+// The same with the FFN norm run inside the gate/up GEMM (MKG_MK_OPT_NORM_IN_GEMM, decode batch 1):
+// the wait that never completes is the A writer's, which records the norm's task, still completes
+// every stage (zeros), and lets the grid drain.
+TEST_F(Megakernel, ForcedStallInsideAGemmIsACleanError)
+{
+    const mkg_model_config c = test_config(2);
+    mkg_mk_runner *r = nullptr;
+    ASSERT_EQ(mkg_mk_runner_create(&c, &r), 0);
+    mkg_mk *mk = mkg_mk_runner_mk(r);
+    cudaStream_t s = mkg_mk_runner_stream(r);
+    const unsigned int saved = mkg_mk_opts(mk);
+    mkg_mk_set_launch_opts(mk, (saved | MKG_MK_OPT_NORM_IN_GEMM) & ~MKG_MK_OPT_TWO_PRODUCERS);
+    const int task = 4;                                     // layer 0's FFN norm, inside gate/up at M = 1
+    mkg_mk_set_timeout_ms(mk, 200.0);
+    mkg_mk_force_stall(mk, task, 1);
+    const mkg_mk_case k = {"decode", 1, 100, 1};
+    ASSERT_EQ(mkg_mk_runner_inputs(r, &k, 5), 0);
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_EQ(mkg_mk_step(mk, 1, 0, 0, 1, s), MKG_OK);
+    unsigned int stall[4], derr = 0;
+    EXPECT_EQ(mkg_mk_check(mk, s, stall, &derr), MKG_ERR_STALLED);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ((int)stall[0] - 1, task) << "the stall record names task " << (int)stall[0] - 1;
+    EXPECT_EQ(stall[1], 0u) << "row block";
+    EXPECT_EQ(stall[2], (unsigned int)c.hidden + 1u) << "target";
+    EXPECT_LT(stall[3], stall[2]) << "value seen";
+    EXPECT_EQ(derr, 0u);
+    EXPECT_LT(secs, 1.0) << "the kernel returned after " << secs << " s";
+    mkg_mk_force_stall(mk, -1, 0);
+    mkg_mk_set_timeout_ms(mk, 1000.0);
+    ASSERT_EQ(mkg_mk_step(mk, 1, 0, 0, 1, s), MKG_OK);
+    EXPECT_EQ(mkg_mk_check(mk, s, nullptr, nullptr), MKG_OK);
+    mkg_mk_set_launch_opts(mk, saved);
     mkg_mk_runner_destroy(r);
 }
