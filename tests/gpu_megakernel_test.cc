@@ -252,8 +252,7 @@ TEST_F(Megakernel, NormInGemmOptionKeepsTheBits)
 }
 
 // Small steps for compute-sanitizer (memcheck, racecheck, synccheck): 2 layers, decode
-// and prefill, with waits long enough for the instrumented run; the one-token decode step also
-// with the norms inside the GEMMs (MKG_MK_OPT_NORM_IN_GEMM: the A writer's stores into the stages).
+// and prefill, with waits long enough for the instrumented run.
 TEST_F(Megakernel, TwoLayerStepsForSanitizers)
 {
     mkg_model_config c = test_config(2);
@@ -263,16 +262,13 @@ TEST_F(Megakernel, TwoLayerStepsForSanitizers)
     mkg_mk *mk = mkg_mk_runner_mk(r);
     cudaStream_t s = mkg_mk_runner_stream(r);
     mkg_mk_set_timeout_ms(mk, 120000.0);
-    const unsigned int opts = mkg_mk_opts(mk);
-    const mkg_mk_case cases[] = {{"decode", 4, 50, 1}, {"prefill", 100, 0, 0}, {"decode", 1, 50, 1}};
+    const mkg_mk_case cases[] = {{"decode", 4, 50, 1}, {"prefill", 100, 0, 0}};
     for (const mkg_mk_case &k : cases) {
-        mkg_mk_set_launch_opts(mk, k.tokens == 1 ? (opts | MKG_MK_OPT_NORM_IN_GEMM) & ~MKG_MK_OPT_TWO_PRODUCERS : opts);
         ASSERT_EQ(mkg_mk_runner_inputs(r, &k, 3), 0);
         ASSERT_EQ(mkg_mk_step(mk, k.tokens, k.phase[0] == 'p', 0, k.lm_head, s), MKG_OK);
         unsigned int stall[4], derr;
         EXPECT_EQ(mkg_mk_check(mk, s, stall, &derr), MKG_OK) << k.phase << " stall task " << (int)stall[0] - 1;
     }
-    mkg_mk_set_launch_opts(mk, opts);
     mkg_mk_runner_destroy(r);
 }
 
