@@ -388,22 +388,33 @@ static __device__ __forceinline__ void mkg_gemm_produce_rest(const mkg_gemm_para
     r->fills += (uint32_t)(kt_end - kt0);             // the unit's stages, with the `pre` ones
 }
 
-// A stage handed to the A writer (mkg_gemm_produce_b_for_a), two words: the stage's offset in the
-// ring / 1024 (bits 0-8), its slot (9-12), KH - 1 (13), TM / 8 (14-18), SUB_BYTES / 1024 (19-25);
-// the stage's first K sub-tile kt * KH (bits 0-7 of word 1), the caller's tag (8-17), the unit (18-31).
-// A word 0 of ~0u ends the queue.
-#define MKG_AQ_END 0xffffffffu
+// A stage handed to the A writer (mkg_gemm_produce_b_for_a), one 8-byte entry: word 0 holds the
+// stage's offset in the ring / 1024 (bits 0-8), its slot (9-12), KH - 1 (13), TM / 8 (14-18),
+// SUB_BYTES / 1024 (19-25) and the entry's round tag (26-31: (n / MKG_AQ_ENTRIES + 1) mod 64 for the
+// n-th entry, so a zeroed queue holds no entry of round 0); word 1 the stage's first K sub-tile kt * KH
+// (bits 0-7), the caller's tag (8-17) and the unit (18-31). Word 0's bits 0-25 all set end the queue.
+#define MKG_AQ_END 0x3ffffffu
+#define MKG_AQ_ROUND_SHIFT 26
 
-// The producer thread: stage (w0, w1) is armed, its B under way; the writer may fill its A.
+static __device__ __forceinline__ uint32_t mkg_aq_round_tag(uint32_t n)
+{
+    return (n / MKG_AQ_ENTRIES + 1u) & 63u;
+}
+
+// The producer thread: stage (w0, w1) is armed, its B expected; the writer may fill its A. The entry
+// goes out as one strong 8-byte store that carries its round tag (the writer polls the entry itself):
+// no release store, whose membar would wait for the TMA loads just issued (v97's first run: ~1.5 us a
+// stage). The count of entries pushed is this thread's alone.
 // NOTE: at most MKG_AQ_ENTRIES entries are ever unread: an entry names an armed slot whose A is not
 // written yet, a slot is armed again only after its consumers, and so the writer, finished it,
 // and MKG_AQ_ENTRIES >= any ring's stage count. So no check of the reader's count.
 static __device__ __forceinline__ void mkg_aq_push(const mkg_smem *sm, uint32_t w0, uint32_t w1)
 {
     const uint32_t q = mkg_aq_at(sm);
-    const uint32_t n = mkg_ld_shared_b32(q);          // entries pushed so far (this thread alone writes it)
-    mkg_st_shared_v2_b32(q + 8u + 8u * (n % MKG_AQ_ENTRIES), w0, w1);
-    mkg_st_release_cta_shared_u32(q, n + 1u);
+    const uint32_t n = mkg_ld_shared_b32(q);
+    w0 |= mkg_aq_round_tag(n) << MKG_AQ_ROUND_SHIFT;
+    mkg_st_relaxed_cta_shared_b64(q + 8u + 8u * (n % MKG_AQ_ENTRIES), (uint64_t)w1 << 32 | w0);
+    mkg_st_shared_b32(q, n + 1u);
 }
 
 // Megakernel GEMMs whose A a warp of the CTA writes into the stages itself (the RMSNorm that

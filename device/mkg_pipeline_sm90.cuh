@@ -127,7 +127,8 @@ static __device__ __forceinline__ uint32_t mkg_ring_gate_at(const mkg_smem *sm, 
 }
 
 // The A-writer queue (megakernel GEMMs whose A a warp of the CTA writes, mkg_gemm_produce_b_for_a):
-// [pushed][popped] counts, then MKG_AQ_ENTRIES entries of 8 bytes. After the gates, 8-byte aligned.
+// the producer's count of entries pushed and a spare word, then MKG_AQ_ENTRIES entries of 8 bytes
+// (mkg_aq_push). After the gates, 8-byte aligned; zeroed before use.
 static __device__ __forceinline__ uint32_t mkg_aq_at(const mkg_smem *sm)
 {
     return sm->dep + 8u + 32u + MKG_LAUNCH_MAX_STAGES;

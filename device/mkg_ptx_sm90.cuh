@@ -281,10 +281,17 @@ static __device__ __forceinline__ void mkg_st_shared_v4_f32(uint32_t addr, float
     asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
 }
 
-static __device__ __forceinline__ uint2 mkg_ld_shared_v2_b32(uint32_t addr)
+// A strong 8-byte store and load in shared memory (single-copy atomic, no fence: a release store
+// compiles to MEMBAR.ALL.CTA + STS, and that membar waits for the thread's TMA loads in flight).
+static __device__ __forceinline__ void mkg_st_relaxed_cta_shared_b64(uint32_t addr, uint64_t v)
 {
-    uint2 v;
-    asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(addr) : "memory");
+    asm volatile("st.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(addr), "l"(v) : "memory");
+}
+
+static __device__ __forceinline__ uint64_t mkg_ld_relaxed_cta_shared_b64(uint32_t addr)
+{
+    uint64_t v;
+    asm volatile("ld.relaxed.cta.shared::cta.b64 %0, [%1];" : "=l"(v) : "r"(addr) : "memory");
     return v;
 }
 

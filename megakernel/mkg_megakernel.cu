@@ -244,19 +244,24 @@ static __device__ __forceinline__ uint4 mkg_mk_pick8(const uint4 y[8], int w)
     return v;
 }
 
-// The A writer, one warp, at the first stage of GEMM op o: waits (lane 0, bounded) for row 0 of
-// the input of the norm the GEMM runs inside, and leaves in y the normalised row's chunks l + 32 w
-// (lane l, w = 0..7; zeros past the row). The arithmetic of mkg_op_rmsnorm_rows for rows < 8 and
-// at most 256 chunks: virtual warp w's butterfly sum, the 8 sums added w = 0, 1, ..., the same
-// rsqrt and scale. On a stall the row is zeros (the stages still complete; the step reports it).
-// Returns when the input was seen complete (globaltimer), for the timeline.
+// The A writer, one warp, at the first stage of GEMM op o: reads the norm's weight g, waits (lane 0,
+// bounded) for row 0 of the norm's input, and leaves in y the normalised row's chunks l + 32 w (lane
+// l, w = 0..7; zeros past the row). The arithmetic of mkg_op_rmsnorm_rows for rows < 8 and at most
+// 256 chunks: virtual warp w's butterfly sum, the 8 sums added w = 0, 1, ..., the same rsqrt and
+// scale. On a stall the row is zeros (the stages still complete; the step reports it). Returns when
+// the input was seen complete (globaltimer), for the timeline.
 static __device__ __forceinline__ uint64_t mkg_mk_norm_row(const mkg_mk_args *a, int o, uint4 y[8], int lane)
 {
     const mkg_model_config *c = &a->cfg;
     const int nt = a->ops[o].dep, d = a->ops[nt].dep, chunks = c->hidden >> 3;
     const uint4 *x = (const uint4 *)a->ops[nt].src, *g = (const uint4 *)a->ops[nt].weight;
-    if ((a->opts & MKG_MK_OPT_NORM_PREFETCH) && 8 * lane < chunks)
-        mkg_prefetch_l2(g + 8 * lane);
+    // g (constant weights) before the wait, so that only x's read follows it; what does not fit
+    // the producers' registers is spilled to local memory, an L1 round trip, not an L2 one.
+    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+    uint4 gv[8];
+#pragma unroll
+    for (int w = 0; w < 8; ++w)
+        gv[w] = lane + 32 * w < chunks ? __ldg(g + lane + 32 * w) : zero;
     bool ok = true;
     uint64_t t_ready = 0;
     if (lane == 0) {
@@ -272,7 +277,6 @@ static __device__ __forceinline__ uint64_t mkg_mk_norm_row(const mkg_mk_args *a,
     }
     ok = __shfl_sync(0xFFFFFFFFu, ok ? 1 : 0, 0) != 0;
     __syncwarp();                                       // lane 0's acquire before every lane's reads of x
-    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
 #pragma unroll
     for (int w = 0; w < 8; ++w)
         y[w] = ok && lane + 32 * w < chunks ? __ldcg(x + lane + 32 * w) : zero;
@@ -285,7 +289,7 @@ static __device__ __forceinline__ uint64_t mkg_mk_norm_row(const mkg_mk_args *a,
     const float rs = rsqrtf(ss / (float)c->hidden + c->norm_eps);
 #pragma unroll
     for (int w = 0; w < 8; ++w)
-        y[w] = lane + 32 * w < chunks ? mkg_norm_scale8(y[w], __ldg(g + lane + 32 * w), rs) : zero;
+        y[w] = lane + 32 * w < chunks ? mkg_norm_scale8(y[w], gv[w], rs) : zero;
     return t_ready;
 }
 
@@ -305,27 +309,32 @@ static __device__ __noinline__ void mkg_mk_a_writer(const mkg_mk_args *a, const 
     uint32_t popped = 0;
     int op_cur = -1, unit_cur = -1;
     uint64_t t_ready = 0;
+    unsigned long long *stamps = nullptr;     // the op's deps.stamps (timeline on)
     uint4 y[8];
     for (;;) {
-        while ((int)(mkg_ld_acquire_cta_shared_u32(q) - popped) <= 0)
+        // The next entry, once it carries this round's tag (mkg_aq_push).
+        const uint32_t at = q + 8u + 8u * (popped % MKG_AQ_ENTRIES), tag = mkg_aq_round_tag(popped);
+        uint64_t v = mkg_ld_relaxed_cta_shared_b64(at);
+        while ((uint32_t)v >> MKG_AQ_ROUND_SHIFT != tag) {
             __nanosleep(32);
-        const uint2 e = mkg_ld_shared_v2_b32(q + 8u + 8u * (popped % MKG_AQ_ENTRIES));
+            v = mkg_ld_relaxed_cta_shared_b64(at);
+        }
+        const uint2 e = make_uint2((uint32_t)v, (uint32_t)(v >> 32));
         ++popped;
-        if (e.x == MKG_AQ_END)
+        if ((e.x & MKG_AQ_END) == MKG_AQ_END)
             break;
         const int o = (int)((e.y >> 8) & 0x3ffu), unit = (int)(e.y >> 18);
         bool first = false;
         if (o != op_cur) {
+            // NOTE: the stamp pointer (two dependent global loads) before the wait, off the path to A.
+            stamps = a->timeline ? a->rows[a->ops[o].table_row].params.deps.stamps : nullptr;
             t_ready = mkg_mk_norm_row(a, o, y, lane);
             op_cur = o;
             first = true;
         }
-        if (unit != unit_cur || first) {
-            unit_cur = unit;
-            unsigned long long *stamps = a->rows[a->ops[o].table_row].params.deps.stamps;
-            if (lane == 0 && stamps)
-                stamps[2 * unit + 1] = first ? t_ready : mkg_globaltimer();
-        }
+        const bool stamp = stamps && (unit != unit_cur || first);   // the unit's ready stamp
+        const uint64_t t_stamp = !stamp ? 0 : first ? t_ready : mkg_globaltimer();
+        unit_cur = unit;
         const uint32_t stage = sm->ring + (e.x & 0x1ffu) * 1024u, s = (e.x >> 9) & 15u;
         const uint32_t kh = ((e.x >> 13) & 1u) + 1u, a_bytes = ((e.x >> 14) & 31u) * 1024u;
         const uint32_t sub = ((e.x >> 19) & 127u) * 1024u;
@@ -340,8 +349,11 @@ static __device__ __noinline__ void mkg_mk_a_writer(const mkg_mk_args *a, const 
         }
         mkg_fence_proxy_async_shared();
         __syncwarp();
-        if (lane == 0)
+        if (lane == 0) {
             mkg_mbarrier_arrive(sm->full + 8u * s);
+            if (stamp)
+                stamps[2 * unit + 1] = t_stamp;
+        }
     }
 }
 
@@ -403,7 +415,8 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
     const mkg_smem sm = mkg_smem_carve(mkg_dyn_smem);
     if (threadIdx.x == 0) {
         mkg_smem_init(&sm);
-        mkg_st_shared_b32(mkg_aq_at(&sm), 0u);         // the A writer's queue: nothing pushed
+        for (uint32_t i = 0; i < MKG_AQ_BYTES; i += 8)  // the A writer's queue: nothing pushed
+            mkg_st_shared_v2_b32(mkg_aq_at(&sm) + i, 0u, 0u);
     }
     __syncthreads();
     const int grid = (int)gridDim.x;
