@@ -403,8 +403,8 @@ static __device__ __forceinline__ uint32_t mkg_aq_round_tag(uint32_t n)
 
 // The producer thread: stage (w0, w1) is armed, its B expected; the writer may fill its A. The entry
 // goes out as one strong 8-byte store that carries its round tag (the writer polls the entry itself):
-// no release store, whose membar would wait for the TMA loads just issued (v97's first run: ~1.5 us a
-// stage). The count of entries pushed is this thread's alone.
+// no release store, whose membar most likely waited for the TMA loads just issued (v97's first run:
+// ~1.5 us a stage; v97b in bench/NOTES.md). The count of entries pushed is this thread's alone.
 // NOTE: at most MKG_AQ_ENTRIES entries are ever unread: an entry names an armed slot whose A is not
 // written yet, a slot is armed again only after its consumers, and so the writer, finished it,
 // and MKG_AQ_ENTRIES >= any ring's stage count. So no check of the reader's count.

@@ -282,7 +282,8 @@ static __device__ __forceinline__ void mkg_st_shared_v4_f32(uint32_t addr, float
 }
 
 // A strong 8-byte store and load in shared memory (single-copy atomic, no fence: a release store
-// compiles to MEMBAR.ALL.CTA + STS, and that membar waits for the thread's TMA loads in flight).
+// compiles to MEMBAR.ALL.CTA + STS, and after a TMA issue that membar seems to wait for the load;
+// v97 / v97b in bench/NOTES.md).
 static __device__ __forceinline__ void mkg_st_relaxed_cta_shared_b64(uint32_t addr, uint64_t v)
 {
     asm volatile("st.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(addr), "l"(v) : "memory");
