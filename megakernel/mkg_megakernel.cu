@@ -226,11 +226,12 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
 
 // ---- norms inside the GEMMs (MKG_MK_OPT_NORM_IN_GEMM) ---------------------------------------
 
-// Work items of op o in this step: a norm run inside its GEMM has none.
+// Work items of op o (the caller's copy in op) in this step: a norm run inside its GEMM has none.
+// Only a norm in a fused step looks at the op after it in the list.
 static __device__ __forceinline__ int mkg_mk_items_run(const mkg_mk_args *a, const mkg_mk_op *op, int o, int fused)
 {
-    return mkg_mk_norm_fused(a->ops, a->ops_run, o, fused) ? 0 : mkg_mk_items(op, &a->cfg, a->m, a->prefill,
-                                                                                a->attn_split);
+    const bool none = fused && op->kind == MKG_MK_NORM && mkg_mk_norm_fused(a->ops, a->ops_run, o, fused);
+    return none ? 0 : mkg_mk_items(op, &a->cfg, a->m, a->prefill, a->attn_split);
 }
 
 // Chunk w of the eight a lane holds (w < 8; a select chain, so y stays in registers).

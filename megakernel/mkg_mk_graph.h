@@ -113,7 +113,7 @@ static MKG_HD int mkg_mk_norm_fused(const mkg_mk_op *ops, int n, int t, int fuse
 static MKG_HD int mkg_mk_wait_op(const mkg_mk_op *ops, int n, int t, int fused)
 {
     const int d = ops[t].dep;
-    return d >= 0 && ops[t].kind == MKG_MK_GEMM && mkg_mk_norm_fused(ops, n, d, fused) ? ops[d].dep : d;
+    return fused && d >= 0 && ops[t].kind == MKG_MK_GEMM && mkg_mk_norm_fused(ops, n, d, fused) ? ops[d].dep : d;
 }
 
 /* Rows [*r0, *r1) of the input that attention item i reads, and the row block it writes.
