@@ -30,6 +30,7 @@ static __device__ __forceinline__ void mkg_mk_phase_mark(int point);
 #include "mkg_mk_ops.cuh"
 
 #define MKG_MK_BAR 3                    /* named barrier of the 256 consumer threads (1, 2: epilogues) */
+#define MKG_MK_WRITER_BAR 8             /* named barrier of the two A-writer warps (64 threads) */
 #define MKG_MK_PRODUCER_REGS 56
 #define MKG_MK_CONSUMER_REGS 224
 
@@ -234,35 +235,38 @@ static __device__ __forceinline__ int mkg_mk_items_run(const mkg_mk_args *a, con
     return none ? 0 : mkg_mk_items(op, &a->cfg, a->m, a->prefill, a->attn_split);
 }
 
-// Chunk w of the eight a lane holds (w < 8; a select chain, so y stays in registers).
-static __device__ __forceinline__ uint4 mkg_mk_pick8(const uint4 y[8], int w)
+// Chunk w of the four a writer lane holds (w < 4; a select chain, so y stays in registers).
+static __device__ __forceinline__ uint4 mkg_mk_pick4(const uint4 y[4], int w)
 {
     uint4 v = y[0];
 #pragma unroll
-    for (int i = 1; i < 8; ++i)
+    for (int i = 1; i < 4; ++i)
         if (w == i)
             v = y[i];
     return v;
 }
 
-// The A writer, one warp, at the first stage of GEMM op o: reads the norm's weight g, waits (lane 0,
-// bounded) for row 0 of the norm's input, and leaves in y the normalised row's chunks l + 32 w (lane
-// l, w = 0..7; zeros past the row). The arithmetic of mkg_op_rmsnorm_rows for rows < 8 and at most
-// 256 chunks: virtual warp w's butterfly sum, the 8 sums added w = 0, 1, ..., the same rsqrt and
-// scale. On a stall the row is zeros (the stages still complete; the step reports it). Returns when
-// the input was seen complete (globaltimer), for the timeline.
-static __device__ __forceinline__ uint64_t mkg_mk_norm_row(const mkg_mk_args *a, int o, uint4 y[8], int lane)
+// The A writers (warps 2 and 3 of the producer warpgroup, h = 0, 1) at the first stage of GEMM op o:
+// each waits (lane 0, bounded) for row 0 of the norm's input and leaves in y its half of the
+// normalised row, lane l holding chunks l + 32 (4 h + w), w = 0..3 (zeros past the row). The
+// arithmetic of mkg_op_rmsnorm_rows for rows < 8 and at most 256 chunks: virtual warp v's butterfly
+// sum (v = 4 h + w), the 8 sums added v = 0, 1, ... (they meet in mkg_aq_xchg), the same rsqrt and
+// scale. Two warps so that the row stays in registers under the producers' cap (one warp holding
+// all of it and g spilled ~540 bytes a lane, v97b). g is read after the wait, beside x (an L2
+// prefetch goes out before it). On a stall of either warp the row is zeros (the stages still
+// complete; the step reports it). Returns when the input was seen complete (globaltimer), for the
+// timeline.
+static __device__ __forceinline__ uint64_t mkg_mk_norm_row(const mkg_mk_args *a, const mkg_smem *sm, int o,
+                                                           uint4 y[4], int lane, int h)
 {
     const mkg_model_config *c = &a->cfg;
-    const int nt = a->ops[o].dep, d = a->ops[nt].dep, chunks = c->hidden >> 3;
+    const int nt = a->ops[o].dep, d = a->ops[nt].dep, chunks = c->hidden >> 3, c0 = lane + 128 * h;
     const uint4 *x = (const uint4 *)a->ops[nt].src, *g = (const uint4 *)a->ops[nt].weight;
-    // g (constant weights) before the wait, so that only x's read follows it; what does not fit
-    // the producers' registers is spilled to local memory, an L1 round trip, not an L2 one.
     const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-    uint4 gv[8];
 #pragma unroll
-    for (int w = 0; w < 8; ++w)
-        gv[w] = lane + 32 * w < chunks ? __ldg(g + lane + 32 * w) : zero;
+    for (int w = 0; w < 4; ++w)
+        if ((lane & 7) == 0 && c0 + 32 * w < chunks)   // one 128-byte line per 8 lanes
+            mkg_prefetch_l2(g + c0 + 32 * w);
     bool ok = true;
     uint64_t t_ready = 0;
     if (lane == 0) {
@@ -278,40 +282,57 @@ static __device__ __forceinline__ uint64_t mkg_mk_norm_row(const mkg_mk_args *a,
     }
     ok = __shfl_sync(0xFFFFFFFFu, ok ? 1 : 0, 0) != 0;
     __syncwarp();                                       // lane 0's acquire before every lane's reads of x
+    uint4 gv[4];
 #pragma unroll
-    for (int w = 0; w < 8; ++w)
-        y[w] = ok && lane + 32 * w < chunks ? __ldcg(x + lane + 32 * w) : zero;
-    float ss = 0.0f;
-#pragma unroll
-    for (int w = 0; w < 8; ++w) {
-        const float s = mkg_norm_butterfly(lane + 32 * w < chunks ? mkg_norm_ss8(y[w], 0.0f) : 0.0f);
-        ss = w == 0 ? s : ss + s;
+    for (int w = 0; w < 4; ++w) {
+        const bool in = c0 + 32 * w < chunks;
+        y[w] = ok && in ? __ldcg(x + c0 + 32 * w) : zero;
+        gv[w] = in ? __ldg(g + c0 + 32 * w) : zero;
     }
+    const uint32_t xs = mkg_aq_xchg(sm);
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+        const float s = mkg_norm_butterfly(c0 + 32 * w < chunks ? mkg_norm_ss8(y[w], 0.0f) : 0.0f);
+        if (lane == 0)
+            mkg_st_shared_b32(xs + 4u * (uint32_t)(4 * h + w), __float_as_uint(s));
+    }
+    if (lane == 0)
+        mkg_st_shared_b32(xs + 32u + 4u * (uint32_t)h, ok ? 1u : 0u);
+    mkg_bar_sync(MKG_MK_WRITER_BAR, 64);
+    float ss = __uint_as_float(mkg_ld_shared_b32(xs));
+#pragma unroll
+    for (int v = 1; v < 8; ++v)
+        ss += __uint_as_float(mkg_ld_shared_b32(xs + 4u * (uint32_t)v));
+    ok = mkg_ld_shared_b32(xs + 32u) != 0u && mkg_ld_shared_b32(xs + 36u) != 0u;
     const float rs = rsqrtf(ss / (float)c->hidden + c->norm_eps);
 #pragma unroll
-    for (int w = 0; w < 8; ++w)
-        y[w] = lane + 32 * w < chunks ? mkg_norm_scale8(y[w], gv[w], rs) : zero;
+    for (int w = 0; w < 4; ++w)
+        y[w] = ok && c0 + 32 * w < chunks ? mkg_norm_scale8(y[w], gv[w], rs) : zero;
     return t_ready;
 }
 
-// The A writer (warp 2 of the producer warpgroup, MKG_MK_OPT_NORM_IN_GEMM): takes the stages that
-// the producer thread armed with B only (mkg_gemm_produce_b_for_a) in the order it pushed them, and
-// writes each one's A: per K sub-tile, the token row's 8 chunks into row 0 of the 128-byte swizzled
-// (TM, 64) tile (row 0: chunk j at byte 16 j) and zeros into rows 1 .. TM - 1, as A's TMA load of a
-// one-token step would have left them (its rows past M are the buffer's, any values: a padded
-// row's products land in that token's own columns of C, which the epilogue does not store).
-// Then every lane fences its writes towards the async proxy (the consumers' wgmma) and lane 0
-// arrives on the stage's full barrier, the one arrival the phase waits for beside B's bytes.
-// At a new GEMM op it first makes the row (mkg_mk_norm_row). Ends at the producer's MKG_AQ_END.
-static __device__ __noinline__ void mkg_mk_a_writer(const mkg_mk_args *a, const mkg_smem *sm)
+// The A writers (warps 2 and 3 of the producer warpgroup, h = 0, 1; MKG_MK_OPT_NORM_IN_GEMM): take the
+// stages that the producer thread armed with B only (mkg_gemm_produce_b_for_a) in the order it pushed
+// them (both read every entry), and write each one's A: per K sub-tile, the token row's 8 chunks into
+// row 0 of the 128-byte swizzled (TM, 64) tile (row 0: chunk j at byte 16 j; the warp holding them)
+// and zeros into rows 1 .. TM - 1 (split between the two), as A's TMA load of a one-token step would
+// have left them (its rows past M are the buffer's, any values: a padded row's products land in that
+// token's own columns of C, which the epilogue does not store). Then every lane fences its writes
+// towards the async proxy (the consumers' wgmma), the two warps meet on MKG_MK_WRITER_BAR, and lane 0
+// of warp 2 arrives on the stage's full barrier, the one arrival the phase waits for beside B's
+// bytes. At a new GEMM op they first make the row (mkg_mk_norm_row). End at the producer's
+// MKG_AQ_END.
+// NOTE: both warps meet once per entry and once per row, so they stay in step, and an entry is read
+// by both before its stage can complete, which keeps mkg_aq_push's bound on unread entries.
+static __device__ __noinline__ void mkg_mk_a_writer(const mkg_mk_args *a, const mkg_smem *sm, int h)
 {
     const int lane = (int)threadIdx.x & 31;
     const uint32_t q = mkg_aq_at(sm);
     uint32_t popped = 0;
     int op_cur = -1, unit_cur = -1;
     uint64_t t_ready = 0;
-    unsigned long long *stamps = nullptr;     // the op's deps.stamps (timeline on)
-    uint4 y[8];
+    unsigned long long *stamps = nullptr;     // the op's deps.stamps (timeline on; warp 2 only)
+    uint4 y[4];
     for (;;) {
         // The next entry, once it carries this round's tag (mkg_aq_push).
         const uint32_t at = q + 8u + 8u * (popped % MKG_AQ_ENTRIES), tag = mkg_aq_round_tag(popped);
@@ -328,8 +349,8 @@ static __device__ __noinline__ void mkg_mk_a_writer(const mkg_mk_args *a, const 
         bool first = false;
         if (o != op_cur) {
             // NOTE: the stamp pointer (two dependent global loads) before the wait, off the path to A.
-            stamps = a->timeline ? a->rows[a->ops[o].table_row].params.deps.stamps : nullptr;
-            t_ready = mkg_mk_norm_row(a, o, y, lane);
+            stamps = a->timeline && h == 0 ? a->rows[a->ops[o].table_row].params.deps.stamps : nullptr;
+            t_ready = mkg_mk_norm_row(a, sm, o, y, lane, h);
             op_cur = o;
             first = true;
         }
@@ -340,17 +361,18 @@ static __device__ __noinline__ void mkg_mk_a_writer(const mkg_mk_args *a, const 
         const uint32_t kh = ((e.x >> 13) & 1u) + 1u, a_bytes = ((e.x >> 14) & 31u) * 1024u;
         const uint32_t sub = ((e.x >> 19) & 127u) * 1024u;
         const int q0 = (int)(e.y & 0xffu);
-        for (uint32_t h = 0; h < kh; ++h) {
-            const uint32_t tile = stage + h * sub;
-            const int kq = q0 + (int)h;                 // K sub-tile: the row's chunks 8 kq .. 8 kq + 7
-            if ((lane >> 3) == (kq & 3))                // chunk 8 kq + j sits in lane 8 (kq % 4) + j, y[kq / 4]
-                mkg_st_shared_v4_b32(tile + 16u * (uint32_t)(lane & 7), mkg_mk_pick8(y, kq >> 2));
-            for (uint32_t off = 128u + 16u * (uint32_t)lane; off < a_bytes; off += 512u)
+        for (uint32_t i = 0; i < kh; ++i) {
+            const uint32_t tile = stage + i * sub;
+            const int kq = q0 + (int)i;      // K sub-tile: the row's chunks 8 kq .. 8 kq + 7
+            // chunk 8 kq + j sits in warp kq / 16, lane 8 (kq % 4) + j, y[kq / 4 % 4]
+            if ((kq >> 4) == h && (lane >> 3) == (kq & 3))
+                mkg_st_shared_v4_b32(tile + 16u * (uint32_t)(lane & 7), mkg_mk_pick4(y, (kq >> 2) & 3));
+            for (uint32_t off = 128u + 16u * (uint32_t)lane + 512u * (uint32_t)h; off < a_bytes; off += 1024u)
                 mkg_st_shared_v4_b32(tile + off, make_uint4(0u, 0u, 0u, 0u));
         }
         mkg_fence_proxy_async_shared();
-        __syncwarp();
-        if (lane == 0) {
+        mkg_bar_sync(MKG_MK_WRITER_BAR, 64);
+        if (h == 0 && lane == 0) {
             mkg_mbarrier_arrive(sm->full + 8u * s);
             if (stamp)
                 stamps[2 * unit + 1] = t_stamp;
@@ -449,7 +471,7 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                                                                         a.dispatch_err, &ring, &sm, 1, &p, &m, &units,
                                                                         handover);
                     items = s < 0 ? 0 : units;
-                    // A GEMM that runs its norm inside: B only, the A writer (warp 2) fills A.
+                    // A GEMM that runs its norm inside: B only, the A writers (warps 2, 3) fill A.
                     const bool by_writer = mkg_mk_wait_op(a.ops, a.ops_run, o, fused) != op.dep;
                     for (int u = mkg_mk_first(me, base); u < items; u += grid)
                         if (by_writer)
@@ -465,8 +487,8 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
             }
             if (fused && threadIdx.x == 0)
                 mkg_aq_push(&sm, MKG_AQ_END, 0u);
-        } else if (fused && threadIdx.x / 32 == 2) {
-            mkg_mk_a_writer(&a, &sm);
+        } else if (fused && threadIdx.x / 32 >= 2) {
+            mkg_mk_a_writer(&a, &sm, (int)threadIdx.x / 32 - 2);
         }
     } else {
         mkg_setmaxnreg_inc<MKG_MK_CONSUMER_REGS>();
