@@ -298,7 +298,7 @@ static __device__ __forceinline__ uint64_t mkg_mk_norm_row(const mkg_mk_args *a,
     }
     if (lane == 0)
         mkg_st_shared_b32(xs + 32u + 4u * (uint32_t)h, ok ? 1u : 0u);
-    mkg_bar_sync(MKG_MK_WRITER_BAR, 64);
+    mkg_bar_sync_any(MKG_MK_WRITER_BAR, 64);   // not .aligned: lanes may arrive apart
     float ss = __uint_as_float(mkg_ld_shared_b32(xs));
 #pragma unroll
     for (int v = 1; v < 8; ++v)
@@ -371,7 +371,7 @@ static __device__ __noinline__ void mkg_mk_a_writer(const mkg_mk_args *a, const 
                 mkg_st_shared_v4_b32(tile + off, make_uint4(0u, 0u, 0u, 0u));
         }
         mkg_fence_proxy_async_shared();
-        mkg_bar_sync(MKG_MK_WRITER_BAR, 64);
+        mkg_bar_sync_any(MKG_MK_WRITER_BAR, 64);   // not .aligned: lanes may arrive apart
         if (h == 0 && lane == 0) {
             mkg_mbarrier_arrive(sm->full + 8u * s);
             if (stamp)
