@@ -63,8 +63,8 @@ extern "C" {
                                                off: 3 tiles flat at decode b1 and +35 us at b8, the whole tail +105 us
                                                (v77) */
 #define MKG_MK_OPT_NORM_IN_GEMM 4194304u /* decode steps of one token: each RMSNorm inside the GEMM that reads it
-                                           (mkg_mk_norm_in_gemm_step in mkg_mk_graph.h: a warp of the producer
-                                           warpgroup writes the normalised row into the stages as A, same bits);
+                                           (mkg_mk_norm_in_gemm_step in mkg_mk_graph.h: two warps of the producer
+                                           warpgroup write the normalised row into the stages as A, same bits);
                                            ignored with TWO_PRODUCERS */
 /* Bits the GEMM rows of the dispatch table take at mkg_mk_create (deps.flags). */
 #define MKG_MK_OPT_TABLE_BITS                                                                          \
