@@ -6,7 +6,8 @@
  * w = v / 32 are combined by an xor butterfly; the 8 warp sums are added w = 0, 1, ...
  * Fewer than 8 rows: every thread is one virtual thread of the current row (all 256
  * threads on one row, fast at decode batch 1). 8 rows or more: each warp takes a row and
- * each lane plays v = lane + 32 w for w = 0..7. Both paths give the same bits.
+ * each lane plays v = lane + 32 w for w = 0..7 (the row in registers where it is at most 256
+ * chunks). All paths give the same bits.
  */
 #ifndef MKG_MK_NORM_CUH
 #define MKG_MK_NORM_CUH
@@ -118,6 +119,45 @@ static __device__ __forceinline__ void mkg_op_rmsnorm_rows(const __nv_bfloat16 *
             mkg_norm_scale(xr, gw, (uint4 *)(y + (size_t)(row0 + r) * h), chunks, tid, MKG_OP_THREADS, rs, dry);
             mkg_bar_sync_any(bar, MKG_OP_THREADS);          // red is reused by the next row
         }
+    } else if (chunks <= MKG_OP_THREADS) {
+        // 8 rows or more, at most one chunk per virtual thread: a warp per row, lane l holding
+        // chunks l + 32 w (w = 0..7) of its row and of g in registers, so a row costs one L2
+        // round trip, and the next row's loads go out before this row's arithmetic (the loop
+        // below reloads x and stores chunk by chunk: ~9 round trips a row, ~70-100 us for a
+        // 64-row item, bench/NOTES.md v98). The same arithmetic as below.
+        constexpr int W = MKG_OP_THREADS / 32;
+        const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+        uint4 gv[W], xv[W], xn[W];
+#pragma unroll
+        for (int w = 0; w < W; ++w) {
+            const int c = lane + 32 * w;
+            gv[w] = c < chunks ? __ldg(gw + c) : zero;
+            xv[w] = c < chunks && warp < rows ? __ldcg((const uint4 *)(x + (size_t)(row0 + warp) * h) + c) : zero;
+        }
+        for (int r = warp; r < rows; r += W) {
+            const bool next = r + W < rows;
+#pragma unroll
+            for (int w = 0; w < W; ++w) {
+                const int c = lane + 32 * w;
+                xn[w] = c < chunks && next ? __ldcg((const uint4 *)(x + (size_t)(row0 + r + W) * h) + c) : zero;
+            }
+            float ss = 0.0f;
+#pragma unroll
+            for (int w = 0; w < W; ++w) {
+                const float s = mkg_norm_butterfly(lane + 32 * w < chunks ? mkg_norm_ss8(xv[w], 0.0f) : 0.0f);
+                ss = w == 0 ? s : ss + s;
+            }
+            const float rs = rsqrtf(ss / (float)h + eps);
+            uint4 *yr = (uint4 *)(y + (size_t)(row0 + r) * h);
+#pragma unroll
+            for (int w = 0; w < W; ++w) {
+                const int c = lane + 32 * w;
+                if (c < chunks && !dry)
+                    yr[c] = mkg_norm_scale8(xv[w], gv[w], rs);
+                xv[w] = xn[w];
+            }
+        }
+        mkg_bar_sync_any(bar, MKG_OP_THREADS);
     } else {
         for (int r = warp; r < rows; r += MKG_OP_THREADS / 32) {
             const uint4 *xr = (const uint4 *)(x + (size_t)(row0 + r) * h);
