@@ -246,55 +246,103 @@ static __device__ __forceinline__ uint4 mkg_mk_pick4(const uint4 y[4], int w)
     return v;
 }
 
-// The A writers (warps 2 and 3 of the producer warpgroup, h = 0, 1) at the first stage of GEMM op o:
+// The fused GEMM op the A writers read ahead (v97d): the op (-1: none), its norm op, the norm's input
+// op (-1: the step's input) and the GEMM's table row. Finding them is a chain of dependent global
+// loads through the op table, ~3.5 us under load, so the writers do it ahead, after the last entry
+// of a unit of the fused op before (v97c did it at the op's first entry, which on CTAs whose
+// producer reaches the op late, after draining the previous GEMM, came after the input was ready).
+// Four words, not the pointers themselves: the loop's registers are at the producers' cap.
+struct mkg_mk_wnext {
+    int o, nt, d, row;
+};
+
+// The first GEMM op after op o whose A the writers fill, read ahead; g goes into the L2.
+static __device__ __forceinline__ mkg_mk_wnext mkg_mk_writer_next(const mkg_mk_args *a, int o, int fused, int lane,
+                                                                  int h)
+{
+    mkg_mk_wnext n = {-1, 0, -1, 0};
+    for (int k = o + 1; k < a->ops_run; ++k)
+        if (a->ops[k].kind == MKG_MK_GEMM && mkg_mk_wait_op(a->ops, a->ops_run, k, fused) != a->ops[k].dep) {
+            n.o = k;
+            break;
+        }
+    if (n.o < 0)
+        return n;
+    n.nt = a->ops[n.o].dep;
+    n.d = a->ops[n.nt].dep;
+    n.row = a->ops[n.o].table_row;
+    const uint4 *g = (const uint4 *)a->ops[n.nt].weight;
+    const int chunks = a->cfg.hidden >> 3, c0 = lane + 128 * h;
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+        if ((lane & 7) == 0 && c0 + 32 * i < chunks)   // one 128-byte line per 8 lanes
+            mkg_prefetch_l2(g + c0 + 32 * i);
+    return n;
+}
+
+// What the A writers need of fused op n.o at its first entry; every load here depends only on n, so
+// they go out together (one round trip).
+struct mkg_mk_wop {
+    const uint4 *x, *g;             // the norm's input row 0 and weight
+    const unsigned int *ctr;        // the counters of the norm's input op (nullptr: the step's input)
+    unsigned long long *stamps;     // the GEMM's deps.stamps (timeline on, warp 2 only), else nullptr
+    unsigned int per_row, force;    // elements per input row; the forced-stall test's extra count
+    int nt;                         // the norm op (the stall record names it)
+};
+
+static __device__ __forceinline__ mkg_mk_wop mkg_mk_writer_op(const mkg_mk_args *a, const mkg_mk_wnext *n, int h)
+{
+    mkg_mk_wop w;
+    w.nt = n->nt;
+    w.x = (const uint4 *)a->ops[n->nt].src;
+    w.g = (const uint4 *)a->ops[n->nt].weight;
+    w.ctr = n->d >= 0 ? a->counters + (size_t)n->d * a->rb_max : nullptr;
+    w.per_row = n->d >= 0 ? (unsigned int)a->ops[n->d].out_cols : 0u;
+    w.force = n->nt == a->force_task ? a->force_extra : 0u;
+    w.stamps = a->timeline && h == 0 ? a->rows[n->row].params.deps.stamps : nullptr;
+    return w;
+}
+
+// The A writers (warps 2 and 3 of the producer warpgroup, h = 0, 1) at the first stage of a fused GEMM op:
 // each waits (lane 0, bounded) for row 0 of the norm's input and leaves in y its half of the
-// normalised row, lane l holding chunks l + 32 (4 h + w), w = 0..3 (zeros past the row). The
+// normalised row, lane l holding chunks l + 32 (4 h + i), i = 0..3 (zeros past the row). The
 // arithmetic of mkg_op_rmsnorm_rows for rows < 8 and at most 256 chunks: virtual warp v's butterfly
-// sum (v = 4 h + w), the 8 sums added v = 0, 1, ... (they meet in mkg_aq_xchg), the same rsqrt and
-// scale. Two warps so that the row stays in registers under the producers' cap (one warp holding
-// all of it and g spilled ~540 bytes a lane, v97b). g is read after the wait, beside x (an L2
-// prefetch goes out before it). On a stall of either warp the row is zeros (the stages still
+// sum (v = 4 h + i), the 8 sums added v = 0, 1, ... (they meet in the exchange words at xs), the same
+// rsqrt and scale. Two warps so that the row stays in registers under the producers' cap (one warp
+// holding all of it and g spilled ~540 bytes a lane, v97b). g is read beside x, after the wait (an L2
+// prefetch went out when the op was found). On a stall of either warp the row is zeros (the stages still
 // complete; the step reports it). Returns when the input was seen complete (globaltimer), for the
 // timeline.
-static __device__ __forceinline__ uint64_t mkg_mk_norm_row(const mkg_mk_args *a, const mkg_smem *sm, int o,
-                                                           uint4 y[4], int lane, int h)
+static __device__ __forceinline__ uint64_t mkg_mk_norm_row(const mkg_mk_args *a, const mkg_mk_wop *w, uint32_t xs,
+                                                           uint4 y[4], int lane, int h, int hidden, float eps)
 {
-    const mkg_model_config *c = &a->cfg;
-    const int nt = a->ops[o].dep, d = a->ops[nt].dep, chunks = c->hidden >> 3, c0 = lane + 128 * h;
-    const uint4 *x = (const uint4 *)a->ops[nt].src, *g = (const uint4 *)a->ops[nt].weight;
+    const int chunks = hidden >> 3, c0 = lane + 128 * h;
     const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-#pragma unroll
-    for (int w = 0; w < 4; ++w)
-        if ((lane & 7) == 0 && c0 + 32 * w < chunks)   // one 128-byte line per 8 lanes
-            mkg_prefetch_l2(g + c0 + 32 * w);
     bool ok = true;
     uint64_t t_ready = 0;
     if (lane == 0) {
-        if (d >= 0) {
-            const unsigned int *ctr = a->counters + (size_t)d * a->rb_max;
-            const unsigned int per_row = (unsigned int)a->ops[d].out_cols;
-            if (nt == a->force_task && a->force_extra)
-                ok = mkg_dep_wait(ctr, per_row + a->force_extra, a->stall, (unsigned int)nt, 0u, a->timeout_ns);
+        if (w->ctr) {
+            if (w->force)
+                ok = mkg_dep_wait(w->ctr, w->per_row + w->force, a->stall, (unsigned int)w->nt, 0u, a->timeout_ns);
             if (ok)
-                ok = mkg_dep_wait_rows(ctr, per_row, a->m, 0, 1, a->stall, (unsigned int)nt, a->timeout_ns);
+                ok = mkg_dep_wait_rows(w->ctr, w->per_row, a->m, 0, 1, a->stall, (unsigned int)w->nt, a->timeout_ns);
         }
-        t_ready = a->timeline ? mkg_globaltimer() : 0;
+        t_ready = w->stamps ? mkg_globaltimer() : 0;
     }
     ok = __shfl_sync(0xFFFFFFFFu, ok ? 1 : 0, 0) != 0;
     __syncwarp();                                       // lane 0's acquire before every lane's reads of x
     uint4 gv[4];
 #pragma unroll
-    for (int w = 0; w < 4; ++w) {
-        const bool in = c0 + 32 * w < chunks;
-        y[w] = ok && in ? __ldcg(x + c0 + 32 * w) : zero;
-        gv[w] = in ? __ldg(g + c0 + 32 * w) : zero;
+    for (int i = 0; i < 4; ++i) {
+        const bool in = c0 + 32 * i < chunks;
+        y[i] = ok && in ? __ldcg(w->x + c0 + 32 * i) : zero;
+        gv[i] = in ? __ldg(w->g + c0 + 32 * i) : zero;
     }
-    const uint32_t xs = mkg_aq_xchg(sm);
 #pragma unroll
-    for (int w = 0; w < 4; ++w) {
-        const float s = mkg_norm_butterfly(c0 + 32 * w < chunks ? mkg_norm_ss8(y[w], 0.0f) : 0.0f);
+    for (int i = 0; i < 4; ++i) {
+        const float s = mkg_norm_butterfly(c0 + 32 * i < chunks ? mkg_norm_ss8(y[i], 0.0f) : 0.0f);
         if (lane == 0)
-            mkg_st_shared_b32(xs + 4u * (uint32_t)(4 * h + w), __float_as_uint(s));
+            mkg_st_shared_b32(xs + 4u * (uint32_t)(4 * h + i), __float_as_uint(s));
     }
     if (lane == 0)
         mkg_st_shared_b32(xs + 32u + 4u * (uint32_t)h, ok ? 1u : 0u);
@@ -304,34 +352,40 @@ static __device__ __forceinline__ uint64_t mkg_mk_norm_row(const mkg_mk_args *a,
     for (int v = 1; v < 8; ++v)
         ss += __uint_as_float(mkg_ld_shared_b32(xs + 4u * (uint32_t)v));
     ok = mkg_ld_shared_b32(xs + 32u) != 0u && mkg_ld_shared_b32(xs + 36u) != 0u;
-    const float rs = rsqrtf(ss / (float)c->hidden + c->norm_eps);
+    const float rs = rsqrtf(ss / (float)hidden + eps);
 #pragma unroll
-    for (int w = 0; w < 4; ++w)
-        y[w] = ok && c0 + 32 * w < chunks ? mkg_norm_scale8(y[w], gv[w], rs) : zero;
+    for (int i = 0; i < 4; ++i)
+        y[i] = ok && c0 + 32 * i < chunks ? mkg_norm_scale8(y[i], gv[i], rs) : zero;
     return t_ready;
 }
 
 // The A writers (warps 2 and 3 of the producer warpgroup, h = 0, 1; MKG_MK_OPT_NORM_IN_GEMM): take the
 // stages that the producer thread armed with B only (mkg_gemm_produce_b_for_a) in the order it pushed
-// them (both read every entry), and write each one's A: per K sub-tile, the token row's 8 chunks into
-// row 0 of the 128-byte swizzled (TM, 64) tile (row 0: chunk j at byte 16 j; the warp holding them)
-// and zeros into rows 1 .. TM - 1 (split between the two), as A's TMA load of a one-token step would
-// have left them (its rows past M are the buffer's, any values: a padded row's products land in that
-// token's own columns of C, which the epilogue does not store). Then every lane fences its writes
-// towards the async proxy (the consumers' wgmma), the two warps meet on MKG_MK_WRITER_BAR, and lane 0
-// of warp 2 arrives on the stage's full barrier, the one arrival the phase waits for beside B's
-// bytes. At a new GEMM op they first make the row (mkg_mk_norm_row). End at the producer's
-// MKG_AQ_END.
+// them (both read every entry of the queue at q), and write each one's A: per K sub-tile, the token
+// row's 8 chunks into row 0 of the 128-byte swizzled (TM, 64) tile (row 0: chunk j at byte 16 j; the
+// warp holding them) and zeros into rows 1 .. TM - 1 (split between the two), as A's TMA load of a
+// one-token step would have left them (its rows past M are the buffer's, any values: a padded row's
+// products land in that token's own columns of C, which the epilogue does not store). Then every lane
+// fences its writes towards the async proxy (the consumers' wgmma), the two warps meet on
+// MKG_MK_WRITER_BAR, and lane 0 of warp 2 arrives on the stage's full barrier (at full + 8 slot), the
+// one arrival the phase waits for beside B's bytes. At a new GEMM op they first make the row
+// (mkg_mk_norm_row) from the op's constants (mkg_mk_wop), found ahead (mkg_mk_wnext). End at the
+// producer's MKG_AQ_END.
+// The shared addresses come by value and the loop reads no kernel argument: v97c's per-entry reads
+// through pointers were local-memory loads, ~0.7 us an entry.
 // NOTE: both warps meet once per entry and once per row, so they stay in step, and an entry is read
 // by both before its stage can complete, which keeps mkg_aq_push's bound on unread entries.
-static __device__ __noinline__ void mkg_mk_a_writer(const mkg_mk_args *a, const mkg_smem *sm, int h)
+static __device__ __noinline__ void mkg_mk_a_writer(const mkg_mk_args *a, uint32_t q, uint32_t full, uint32_t ring,
+                                                    int h, int fused)
 {
-    const int lane = (int)threadIdx.x & 31;
-    const uint32_t q = mkg_aq_at(sm);
+    const int lane = (int)threadIdx.x & 31, hidden = a->cfg.hidden;
+    const float eps = a->cfg.norm_eps;
+    const uint32_t xs = q + 8u + 8u * MKG_AQ_ENTRIES;           // mkg_aq_xchg
     uint32_t popped = 0;
     int op_cur = -1, unit_cur = -1;
     uint64_t t_ready = 0;
-    unsigned long long *stamps = nullptr;     // the op's deps.stamps (timeline on; warp 2 only)
+    unsigned long long *stamps = nullptr;     // op_cur's deps.stamps (timeline on; warp 2 only)
+    mkg_mk_wnext next = mkg_mk_writer_next(a, -1, fused, lane, h);
     uint4 y[4];
     for (;;) {
         // The next entry, once it carries this round's tag (mkg_aq_push).
@@ -348,16 +402,19 @@ static __device__ __noinline__ void mkg_mk_a_writer(const mkg_mk_args *a, const 
         const int o = (int)((e.y >> 8) & 0x3ffu), unit = (int)(e.y >> 18);
         bool first = false;
         if (o != op_cur) {
-            // NOTE: the stamp pointer (two dependent global loads) before the wait, off the path to A.
-            stamps = a->timeline && h == 0 ? a->rows[a->ops[o].table_row].params.deps.stamps : nullptr;
-            t_ready = mkg_mk_norm_row(a, sm, o, y, lane, h);
+            // An op other than the one read ahead (this CTA had no unit of that one): read it now.
+            if (next.o != o)
+                next = mkg_mk_writer_next(a, o - 1, fused, lane, h);
+            const mkg_mk_wop w = mkg_mk_writer_op(a, &next, h);
+            stamps = w.stamps;
+            t_ready = mkg_mk_norm_row(a, &w, xs, y, lane, h, hidden, eps);
             op_cur = o;
             first = true;
         }
         const bool stamp = stamps && (unit != unit_cur || first);   // the unit's ready stamp
         const uint64_t t_stamp = !stamp ? 0 : first ? t_ready : mkg_globaltimer();
         unit_cur = unit;
-        const uint32_t stage = sm->ring + (e.x & 0x1ffu) * 1024u, s = (e.x >> 9) & 15u;
+        const uint32_t stage = ring + (e.x & 0x1ffu) * 1024u, s = (e.x >> 9) & 15u;
         const uint32_t kh = ((e.x >> 13) & 1u) + 1u, a_bytes = ((e.x >> 14) & 31u) * 1024u;
         const uint32_t sub = ((e.x >> 19) & 127u) * 1024u;
         const int q0 = (int)(e.y & 0xffu);
@@ -373,10 +430,13 @@ static __device__ __noinline__ void mkg_mk_a_writer(const mkg_mk_args *a, const 
         mkg_fence_proxy_async_shared();
         mkg_bar_sync_any(MKG_MK_WRITER_BAR, 64);   // not .aligned: lanes may arrive apart
         if (h == 0 && lane == 0) {
-            mkg_mbarrier_arrive(sm->full + 8u * s);
+            mkg_mbarrier_arrive(full + 8u * s);
             if (stamp)
                 stamps[2 * unit + 1] = t_stamp;
         }
+        // The unit's last K sub-tile: read the next fused op's constants now, while the queue is idle.
+        if (64 * (q0 + (int)kh) >= hidden && next.o != -1 && next.o <= op_cur)
+            next = mkg_mk_writer_next(a, op_cur, fused, lane, h);
     }
 }
 
@@ -488,7 +548,7 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
             if (fused && threadIdx.x == 0)
                 mkg_aq_push(&sm, MKG_AQ_END, 0u);
         } else if (fused && threadIdx.x / 32 >= 2) {
-            mkg_mk_a_writer(&a, &sm, (int)threadIdx.x / 32 - 2);
+            mkg_mk_a_writer(&a, mkg_aq_at(&sm), sm.full, sm.ring, (int)threadIdx.x / 32 - 2, fused);
         }
     } else {
         mkg_setmaxnreg_inc<MKG_MK_CONSUMER_REGS>();

@@ -65,7 +65,7 @@ extern "C" {
 #define MKG_MK_OPT_NORM_IN_GEMM 4194304u /* decode steps of one token: each RMSNorm inside the GEMM that reads it
                                            (mkg_mk_norm_in_gemm_step in mkg_mk_graph.h: two warps of the producer
                                            warpgroup write the normalised row into the stages as A, same bits);
-                                           ignored with TWO_PRODUCERS */
+                                           ignored with TWO_PRODUCERS; off: v97c +26 us at decode b1 (H100) */
 /* Bits the GEMM rows of the dispatch table take at mkg_mk_create (deps.flags). */
 #define MKG_MK_OPT_TABLE_BITS                                                                          \
     (MKG_MK_OPT_GEMM_L2_TAIL | MKG_MK_OPT_GEMM_L2_ALL | MKG_MK_OPT_B_EVICT_FIRST | MKG_MK_OPT_A_MAP_PREFETCH | \
