@@ -371,8 +371,9 @@ static __device__ __forceinline__ uint64_t mkg_mk_norm_row(const mkg_mk_args *a,
 // one arrival the phase waits for beside B's bytes. At a new GEMM op they first make the row
 // (mkg_mk_norm_row) from the op's constants (mkg_mk_wop), found ahead (mkg_mk_wnext). End at the
 // producer's MKG_AQ_END.
-// The shared addresses come by value and the loop reads no kernel argument: v97c's per-entry reads
-// through pointers were local-memory loads, ~0.7 us an entry.
+// The shared addresses come by value (v97c read them through `sm`, the kernel's local struct, at
+// every entry; its entries took ~0.7 us each, cause not yet shown); the kernel arguments are read
+// only when an op is found or begins.
 // NOTE: both warps meet once per entry and once per row, so they stay in step, and an entry is read
 // by both before its stage can complete, which keeps mkg_aq_push's bound on unread entries.
 static __device__ __noinline__ void mkg_mk_a_writer(const mkg_mk_args *a, uint32_t q, uint32_t full, uint32_t ring,
