@@ -417,11 +417,12 @@ static __device__ __forceinline__ void mkg_aq_push(const mkg_smem *sm, uint32_t 
     mkg_st_shared_b32(q, n + 1u);
 }
 
-// Megakernel GEMMs whose A a warp of the CTA writes into the stages itself (the RMSNorm that
-// feeds the GEMM, run inside it: mkg_megakernel.cu): every stage of unit `unit` with B only, and
-// no dependency wait (the writer waits for its rows). The stage's full barrier expects B's bytes
-// and gets no arrival here: the writer arrives once A is in, so the phase completes when both
-// are. Each armed stage goes to the writer through the queue (mkg_aq_push), tagged with `tag`.
+// Megakernel GEMMs whose A the CTA's A writers bring in themselves (the RMSNorm that feeds the
+// GEMM, run inside it: mkg_megakernel.cu): every stage of unit `unit` with B only, and no
+// dependency wait (the writers wait for the rows). The stage's full barrier expects the whole
+// stage's bytes, B's and A's (the writers' bulk copies, mkg_bulk_load), and gets no arrival here:
+// the writer arrives once it issued A's copies, so the phase completes when both landed. Each
+// armed stage goes to the writers through the queue (mkg_aq_push), tagged with `tag`.
 template <int TM, int TN, int TK, int ST, int SWAP, int KH = 1>
 static __device__ __forceinline__ void mkg_gemm_produce_b_for_a(const mkg_gemm_params *p, int m, int unit, int raster,
                                                                 int group, int split, mkg_ring *r, const mkg_smem *sm,
@@ -440,7 +441,7 @@ static __device__ __forceinline__ void mkg_gemm_produce_b_for_a(const mkg_gemm_p
         const uint32_t s = r->slot;
         mkg_ring_wait_empty(r, sm, s);
         const uint32_t full = sm->full + 8u * s;
-        mkg_mbarrier_expect_tx(full, KH * S::B_BYTES);
+        mkg_mbarrier_expect_tx(full, S::STAGE_BYTES);
 #pragma unroll
         for (int h = 0; h < KH; ++h)
             mkg_tma_load_2d_pol(sm->ring + s * S::STAGE_BYTES + h * S::SUB_BYTES + S::A_BYTES, map_b, full,

@@ -28,10 +28,10 @@
 // ring starts at most (barrier bytes rounded up to 8 mod 16, + 1016) past it, inside
 // MKG_LAUNCH_SMEM_BYTES' 1536-byte pad (16 stages: 256 + 8 flag bytes + the dependency word in
 // an 8-byte slot = 272, the 4 fold barriers of the cluster split-K rows = 304 and a handover's
-// gate byte per stage = 320, the A-writer queue and its exchange words = 496; asserted, with 8 bytes more:
-// 504 + 1016 = 1520 of the 1536). After the gates: the A-writer queue (mkg_aq_at), then the exchange (mkg_aq_xchg).
+// gate byte per stage = 320, the A-writer queue and its exchange words = 504; asserted, with 8 bytes more:
+// 512 + 1016 = 1528 of the 1536). After the gates: the A-writer queue (mkg_aq_at), then the exchange (mkg_aq_xchg).
 #define MKG_AQ_ENTRIES MKG_LAUNCH_MAX_STAGES
-#define MKG_AQ_XCHG_BYTES 40
+#define MKG_AQ_XCHG_BYTES 48
 #define MKG_AQ_BYTES (8 + 8 * MKG_AQ_ENTRIES + MKG_AQ_XCHG_BYTES)
 static_assert(16 * MKG_LAUNCH_MAX_STAGES + 4 * MKG_LAUNCH_CONSUMERS + 16 + 32 + MKG_LAUNCH_MAX_STAGES + MKG_AQ_BYTES +
                       1016 <=
@@ -136,7 +136,8 @@ static __device__ __forceinline__ uint32_t mkg_aq_at(const mkg_smem *sm)
 }
 
 // The two A writers' exchange words, right after the queue's entries: the row's 8 sums of squares
-// (one per virtual warp of mkg_op_rmsnorm_rows), then each writer's "input seen" word.
+// (one per virtual warp of mkg_op_rmsnorm_rows), then each writer's "input seen" word, then the op
+// whose row the writers make next (warp 2 tells warp 3; -1: the queue ended) and a spare word.
 static __device__ __forceinline__ uint32_t mkg_aq_xchg(const mkg_smem *sm)
 {
     return mkg_aq_at(sm) + 8u + 8u * MKG_AQ_ENTRIES;

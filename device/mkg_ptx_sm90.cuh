@@ -175,6 +175,15 @@ static __device__ __forceinline__ uint64_t mkg_l2_policy_evict_first(void)
     return policy;
 }
 
+// Bulk copy (not a tensor map): `bytes` (a multiple of 16) from global src into shared dst (both
+// 16-byte aligned), completing that many bytes of transaction on bar. The async proxy reads src:
+// generic writes to it need fence.proxy.async.global (and a barrier to the issuing thread) first.
+static __device__ __forceinline__ void mkg_bulk_load(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 ::"r"(dst), "l"((uint64_t)src), "r"(bytes), "r"(bar) : "memory");
+}
+
 // Prefetches the box at {c0, c1} into L2 (no shared memory, no completion).
 static __device__ __forceinline__ void mkg_tma_prefetch_l2_2d(const CUtensorMap *map, int c0, int c1)
 {

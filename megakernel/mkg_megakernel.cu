@@ -112,9 +112,8 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
     int r0, r1, out_rb;
     unsigned int elems;
     if (op->kind == MKG_MK_NORM) {
-        r0 = 64 * item;
-        r1 = min(a->m, r0 + 64);
-        out_rb = item;
+        mkg_mk_norm_rows(a->m, mkg_mk_norm_item_rows(a->opts), item, &r0, &r1);
+        out_rb = r0 / 64;
         elems = (unsigned int)(r1 - r0) * (unsigned int)op->out_cols;
     } else {
         mkg_mk_attn_rows(c, a->m, a->prefill, a->attn_split, item, &r0, &r1, &out_rb);
@@ -232,18 +231,7 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
 static __device__ __forceinline__ int mkg_mk_items_run(const mkg_mk_args *a, const mkg_mk_op *op, int o, int fused)
 {
     const bool none = fused && op->kind == MKG_MK_NORM && mkg_mk_norm_fused(a->ops, a->ops_run, o, fused);
-    return none ? 0 : mkg_mk_items(op, &a->cfg, a->m, a->prefill, a->attn_split);
-}
-
-// Chunk w of the four a writer lane holds (w < 4; a select chain, so y stays in registers).
-static __device__ __forceinline__ uint4 mkg_mk_pick4(const uint4 y[4], int w)
-{
-    uint4 v = y[0];
-#pragma unroll
-    for (int i = 1; i < 4; ++i)
-        if (w == i)
-            v = y[i];
-    return v;
+    return none ? 0 : mkg_mk_items(op, &a->cfg, a->m, a->prefill, a->attn_split, mkg_mk_norm_item_rows(a->opts));
 }
 
 // The fused GEMM op the A writers read ahead (v97d): the op (-1: none), its norm op, the norm's input
@@ -359,35 +347,74 @@ static __device__ __forceinline__ uint64_t mkg_mk_norm_row(const mkg_mk_args *a,
     return t_ready;
 }
 
-// The A writers (warps 2 and 3 of the producer warpgroup, h = 0, 1; MKG_MK_OPT_NORM_IN_GEMM): take the
-// stages that the producer thread armed with B only (mkg_gemm_produce_b_for_a) in the order it pushed
-// them (both read every entry of the queue at q), and write each one's A: per K sub-tile, the token
-// row's 8 chunks into row 0 of the 128-byte swizzled (TM, 64) tile (row 0: chunk j at byte 16 j; the
-// warp holding them) and zeros into rows 1 .. TM - 1 (split between the two), as A's TMA load of a
-// one-token step would have left them (its rows past M are the buffer's, any values: a padded row's
-// products land in that token's own columns of C, which the epilogue does not store). Then every lane
-// fences its writes towards the async proxy (the consumers' wgmma), the two warps meet on
-// MKG_MK_WRITER_BAR, and lane 0 of warp 2 arrives on the stage's full barrier (at full + 8 slot), the
-// one arrival the phase waits for beside B's bytes. At a new GEMM op they first make the row
-// (mkg_mk_norm_row) from the op's constants (mkg_mk_wop), found ahead (mkg_mk_wnext). End at the
-// producer's MKG_AQ_END.
-// The shared addresses come by value (v97c read them through `sm`, the kernel's local struct, at
-// every entry; its entries took ~0.7 us each, cause not yet shown); the kernel arguments are read
-// only when an op is found or begins.
-// NOTE: both warps meet once per entry and once per row, so they stay in step, and an entry is read
-// by both before its stage can complete, which keeps mkg_aq_push's bound on unread entries.
+// The A writers at a new fused op o: warp h makes its half of the row (mkg_mk_norm_row), stores it
+// into this CTA's row of a->a_rows and fences it towards the async proxy (the bulk copies that read
+// it); they meet on MKG_MK_WRITER_BAR, so the row is whole before warp 2 issues a copy. `next` is
+// the op read ahead (re-read when it is not o).
+// NOTE: the row is rewritten while no copy of the previous fused op can still read it: the new
+// op's input (waited for in mkg_mk_norm_row) comes after every unit of the previous fused op, this
+// CTA's included, and a unit ends only after its stages, so their copies, completed (in the decoder
+// graph, a fused op's input depends on the one before it; on a stall the step already failed).
+static __device__ __forceinline__ uint64_t mkg_mk_writer_row(const mkg_mk_args *a, int o, mkg_mk_wnext *next,
+                                                             uint32_t xs, uint4 *row, int lane, int h, int fused,
+                                                             unsigned long long **stamps)
+{
+    if (next->o != o)
+        *next = mkg_mk_writer_next(a, o - 1, fused, lane, h);
+    const mkg_mk_wop w = mkg_mk_writer_op(a, next, h);
+    *stamps = w.stamps;
+    uint4 y[4];
+    const int hidden = a->cfg.hidden, chunks = hidden >> 3, c0 = lane + 128 * h;
+    const uint64_t t_ready = mkg_mk_norm_row(a, &w, xs, y, lane, h, hidden, a->cfg.norm_eps);
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+        if (c0 + 32 * i < chunks)
+            row[c0 + 32 * i] = y[i];
+    mkg_fence_proxy_async_global();
+    mkg_bar_sync_any(MKG_MK_WRITER_BAR, 64);   // not .aligned: lanes may arrive apart
+    return t_ready;
+}
+
+// The A writers (warps 2 and 3 of the producer warpgroup, h = 0, 1; MKG_MK_OPT_NORM_IN_GEMM) for the
+// stages that the producer thread armed with B only (mkg_gemm_produce_b_for_a), in the order it pushed
+// them. Warp 2 reads the queue. At a new op it tells warp 3 (the exchange's op word, then
+// MKG_MK_WRITER_BAR) and both make the token's normalised row in this CTA's row of a->a_rows
+// (mkg_mk_writer_row). Then, per entry, its lane 0 copies each K sub-tile's A in with bulk copies
+// that complete on the stage's full barrier, as a TMA load of A would: row 0 from the row (the
+// 128-byte swizzle leaves row 0 in place: chunk j at byte 16 j) and rows 1 .. TM - 1 from the zeros
+// (a one-token step's TMA load leaves the buffer's rows there, any values: a padded row's products
+// land in that token's own columns of C, which the epilogue does not store), and arrives on the
+// barrier, the one arrival the phase waits for beside the stage's bytes (mkg_gemm_produce_b_for_a
+// expects them all). Warp 3 only makes rows. End at the producer's MKG_AQ_END.
+// v97e: v97-v97d wrote A with st.shared and a fence.proxy.async per entry (MEMBAR.ALL.CTA in the
+// SASS), and their entries took ~0.7 us each under the weight stream; here the row is fenced once
+// per op and an entry is a few instructions of one lane.
+// NOTE: only warp 2 reads entries, and an entry is read before its stage can complete (lane 0
+// arrives after reading it), which keeps mkg_aq_push's bound on unread entries.
 static __device__ __noinline__ void mkg_mk_a_writer(const mkg_mk_args *a, uint32_t q, uint32_t full, uint32_t ring,
                                                     int h, int fused)
 {
-    const int lane = (int)threadIdx.x & 31, hidden = a->cfg.hidden;
-    const float eps = a->cfg.norm_eps;
+    const int lane = (int)threadIdx.x & 31;
     const uint32_t xs = q + 8u + 8u * MKG_AQ_ENTRIES;           // mkg_aq_xchg
+    const uint32_t note = xs + 40u;                             // its op word
+    const size_t row_bytes = mkg_mk_a_row_bytes(a->cfg.hidden);
+    const unsigned char *zeros = (const unsigned char *)a->a_rows;
+    uint4 *row = (uint4 *)(zeros + MKG_MK_A_ZERO_BYTES + (size_t)blockIdx.x * row_bytes);
+    unsigned long long *stamps = nullptr;     // the op's deps.stamps (timeline on; warp 2 only)
+    mkg_mk_wnext next = mkg_mk_writer_next(a, -1, fused, lane, h);
+    if (h == 1) {
+        for (;;) {
+            mkg_bar_sync_any(MKG_MK_WRITER_BAR, 64);     // warp 2 wrote the op word
+            const int o = (int)mkg_ld_shared_b32(note);
+            if (o < 0)
+                return;
+            mkg_mk_writer_row(a, o, &next, xs, row, lane, h, fused, &stamps);
+            next = mkg_mk_writer_next(a, o, fused, lane, h);
+        }
+    }
     uint32_t popped = 0;
     int op_cur = -1, unit_cur = -1;
     uint64_t t_ready = 0;
-    unsigned long long *stamps = nullptr;     // op_cur's deps.stamps (timeline on; warp 2 only)
-    mkg_mk_wnext next = mkg_mk_writer_next(a, -1, fused, lane, h);
-    uint4 y[4];
     for (;;) {
         // The next entry, once it carries this round's tag (mkg_aq_push).
         const uint32_t at = q + 8u + 8u * (popped % MKG_AQ_ENTRIES), tag = mkg_aq_round_tag(popped);
@@ -398,45 +425,37 @@ static __device__ __noinline__ void mkg_mk_a_writer(const mkg_mk_args *a, uint32
         }
         const uint2 e = make_uint2((uint32_t)v, (uint32_t)(v >> 32));
         ++popped;
-        if ((e.x & MKG_AQ_END) == MKG_AQ_END)
-            break;
-        const int o = (int)((e.y >> 8) & 0x3ffu), unit = (int)(e.y >> 18);
+        const bool end = (e.x & MKG_AQ_END) == MKG_AQ_END;
+        const int o = end ? -1 : (int)((e.y >> 8) & 0x3ffu), unit = (int)(e.y >> 18);
         bool first = false;
-        if (o != op_cur) {
-            // An op other than the one read ahead (this CTA had no unit of that one): read it now.
-            if (next.o != o)
-                next = mkg_mk_writer_next(a, o - 1, fused, lane, h);
-            const mkg_mk_wop w = mkg_mk_writer_op(a, &next, h);
-            stamps = w.stamps;
-            t_ready = mkg_mk_norm_row(a, &w, xs, y, lane, h, hidden, eps);
+        if (end || o != op_cur) {
+            if (lane == 0)
+                mkg_st_shared_b32(note, (uint32_t)o);
+            mkg_bar_sync_any(MKG_MK_WRITER_BAR, 64);     // warp 3 reads the op word
+            if (end)
+                break;
+            t_ready = mkg_mk_writer_row(a, o, &next, xs, row, lane, h, fused, &stamps);
             op_cur = o;
             first = true;
         }
-        const bool stamp = stamps && (unit != unit_cur || first);   // the unit's ready stamp
-        const uint64_t t_stamp = !stamp ? 0 : first ? t_ready : mkg_globaltimer();
-        unit_cur = unit;
-        const uint32_t stage = ring + (e.x & 0x1ffu) * 1024u, s = (e.x >> 9) & 15u;
-        const uint32_t kh = ((e.x >> 13) & 1u) + 1u, a_bytes = ((e.x >> 14) & 31u) * 1024u;
-        const uint32_t sub = ((e.x >> 19) & 127u) * 1024u;
-        const int q0 = (int)(e.y & 0xffu);
-        for (uint32_t i = 0; i < kh; ++i) {
-            const uint32_t tile = stage + i * sub;
-            const int kq = q0 + (int)i;      // K sub-tile: the row's chunks 8 kq .. 8 kq + 7
-            // chunk 8 kq + j sits in warp kq / 16, lane 8 (kq % 4) + j, y[kq / 4 % 4]
-            if ((kq >> 4) == h && (lane >> 3) == (kq & 3))
-                mkg_st_shared_v4_b32(tile + 16u * (uint32_t)(lane & 7), mkg_mk_pick4(y, (kq >> 2) & 3));
-            for (uint32_t off = 128u + 16u * (uint32_t)lane + 512u * (uint32_t)h; off < a_bytes; off += 1024u)
-                mkg_st_shared_v4_b32(tile + off, make_uint4(0u, 0u, 0u, 0u));
-        }
-        mkg_fence_proxy_async_shared();
-        mkg_bar_sync_any(MKG_MK_WRITER_BAR, 64);   // not .aligned: lanes may arrive apart
-        if (h == 0 && lane == 0) {
-            mkg_mbarrier_arrive(full + 8u * s);
+        if (lane == 0) {
+            const bool stamp = stamps && (unit != unit_cur || first);   // the unit's ready stamp
+            const uint64_t t_stamp = !stamp ? 0 : first ? t_ready : mkg_globaltimer();
+            const uint32_t bar = full + 8u * ((e.x >> 9) & 15u), stage = ring + (e.x & 0x1ffu) * 1024u;
+            const uint32_t kh = ((e.x >> 13) & 1u) + 1u, a_bytes = ((e.x >> 14) & 31u) * 1024u;
+            const uint32_t sub = ((e.x >> 19) & 127u) * 1024u, q0 = e.y & 0xffu;
+            for (uint32_t i = 0; i < kh; ++i) {
+                mkg_bulk_load(stage + i * sub, row + 8u * (q0 + i), 128u, bar);   // K sub-tile q0 + i: 8 chunks
+                mkg_bulk_load(stage + i * sub + 128u, zeros, a_bytes - 128u, bar);
+            }
+            mkg_mbarrier_arrive(bar);
             if (stamp)
                 stamps[2 * unit + 1] = t_stamp;
         }
+        unit_cur = unit;
         // The unit's last K sub-tile: read the next fused op's constants now, while the queue is idle.
-        if (64 * (q0 + (int)kh) >= hidden && next.o != -1 && next.o <= op_cur)
+        if (64 * ((int)(e.y & 0xffu) + (int)((e.x >> 13) & 1u) + 1) >= a->cfg.hidden && next.o != -1 &&
+            next.o <= op_cur)
             next = mkg_mk_writer_next(a, op_cur, fused, lane, h);
     }
 }

@@ -26,6 +26,7 @@ struct mkg_mk {
     float *attn_ws;                 /* (MKG_MK_ATTN_SPLIT_PAIRS, MKG_MK_ATTN_WS_FLOATS) */
     unsigned int *stall;            /* 4 words */
     void *qkv;                      /* (layers, max_tokens, qkv_n) */
+    void *a_rows;                   /* zeros, then a row per CTA (mkg_mk_args.a_rows) */
     int *m_host;                    /* pinned: M of every table row */
     unsigned long long *timeline;
     int timeline_cap;
@@ -242,6 +243,7 @@ void mkg_mk_destroy(mkg_mk *mk)
     cudaFree(mk->attn_ws);
     cudaFree(mk->stall);
     cudaFree(mk->qkv);
+    cudaFree(mk->a_rows);
     cudaFree(mk->timeline);
     cudaFree(mk->unit_stamps);
     cudaFreeHost(mk->m_host);
@@ -289,11 +291,13 @@ mkg_status mkg_mk_create(mkg_model *md, const mkg_layer_plan *plans, mkg_mk **ou
     mk->plans = (mkg_layer_plan *)calloc((size_t)mk->rows, sizeof(mkg_layer_plan));
     mkg_status st = MKG_OK;
     const size_t qkv_bytes = (size_t)mk->cfg.layers * mk->cfg.max_tokens * mkg_model_qkv_n(&mk->cfg) * 2;
+    const size_t a_rows_bytes = MKG_MK_A_ZERO_BYTES + (size_t)mk->sms * mkg_mk_a_row_bytes(mk->cfg.hidden);
     if (!mk->ops_h || !mk->layers || !mk->plans ||
         cudaMalloc((void **)&mk->counters, mkg_mk_counter_bytes(mk)) != cudaSuccess ||
         cudaMalloc((void **)&mk->attn_ws, (size_t)MKG_MK_ATTN_SPLIT_PAIRS * MKG_MK_ATTN_WS_FLOATS * sizeof(float)) !=
             cudaSuccess ||
         cudaMalloc((void **)&mk->stall, 16) != cudaSuccess || cudaMalloc(&mk->qkv, qkv_bytes) != cudaSuccess ||
+        cudaMalloc(&mk->a_rows, a_rows_bytes) != cudaSuccess ||
         cudaMalloc((void **)&mk->ops_d, (size_t)mk->ops * sizeof(mkg_mk_op)) != cudaSuccess ||
         cudaMallocHost((void **)&mk->m_host, (size_t)mk->rows * sizeof(int)) != cudaSuccess)
         st = MKG_ERR_OUT_OF_MEMORY;
@@ -314,7 +318,8 @@ mkg_status mkg_mk_create(mkg_model *md, const mkg_layer_plan *plans, mkg_mk **ou
         st = mkg_table_create(mk->layers, mk->rows, mk->plans, &mk->table);
     if (st == MKG_OK &&
         (cudaMemcpy(mk->ops_d, mk->ops_h, (size_t)mk->ops * sizeof(mkg_mk_op), cudaMemcpyHostToDevice) != cudaSuccess ||
-         cudaMemset(mk->qkv, 0, qkv_bytes) != cudaSuccess || mkg_mk_kernel_init() != cudaSuccess))
+         cudaMemset(mk->qkv, 0, qkv_bytes) != cudaSuccess || cudaMemset(mk->a_rows, 0, a_rows_bytes) != cudaSuccess ||
+         mkg_mk_kernel_init() != cudaSuccess))
         st = MKG_ERR_CUDA;
     mkg_nvtx_pop();
     if (st != MKG_OK) {
@@ -470,6 +475,7 @@ mkg_status mkg_mk_step(mkg_mk *mk, int m, int prefill, int pos0, int lm_head, cu
     a.attn_ctr = mk->counters + (size_t)mk->ops * mk->rb_max;
     a.force_task = mk->force_task;
     a.force_extra = mk->force_extra;
+    a.a_rows = mk->a_rows;
     mk->last_ops_run = a.ops_run;
     mk->last_fused = mkg_mk_norm_in_gemm_step(c, m, prefill, mkg_mk_opts_norm_in_gemm(mk->opts));
     if (cudaMemsetAsync(mk->counters, 0, mkg_mk_counter_bytes(mk), s) != cudaSuccess ||

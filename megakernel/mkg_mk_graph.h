@@ -79,12 +79,23 @@ static MKG_HD int mkg_mk_attn_split(const mkg_model_config *c, int m, int prefil
     return !prefill && m * c->kv_heads <= MKG_MK_ATTN_SPLIT_PAIRS ? MKG_MK_ATTN_PARTS : 1;
 }
 
+/* Rows [r0, r1) of norm item `item` of `rows` rows (64, one counter block, or 16: mkg_mk_norm_item_rows)
+ * at step size m. Items of 16 rows add their elements to their block's one counter, four to a block,
+ * which then holds the same total. */
+static MKG_HD void mkg_mk_norm_rows(int m, int rows, int item, int *r0, int *r1)
+{
+    *r0 = rows * item;
+    *r1 = m < *r0 + rows ? m : *r0 + rows;
+}
+
 /* Work items of a non-GEMM op at step size m (GEMMs: the dispatched schedule's units); split:
- * decode attention's parts per (token, KV head), 1 or mkg_mk_attn_split. */
-static MKG_HD int mkg_mk_items(const mkg_mk_op *op, const mkg_model_config *c, int m, int prefill, int split)
+ * decode attention's parts per (token, KV head), 1 or mkg_mk_attn_split; norm_rows: rows of a norm
+ * item (mkg_mk_norm_rows). */
+static MKG_HD int mkg_mk_items(const mkg_mk_op *op, const mkg_model_config *c, int m, int prefill, int split,
+                               int norm_rows)
 {
     if (op->kind == MKG_MK_NORM)
-        return mkg_mk_row_blocks(m);
+        return (m + norm_rows - 1) / norm_rows;
     if (op->kind == MKG_MK_ATTN)
         return (prefill ? mkg_mk_row_blocks(m) : m * split) * c->kv_heads;
     return 0;
@@ -94,8 +105,9 @@ static MKG_HD int mkg_mk_items(const mkg_mk_op *op, const mkg_model_config *c, i
  * inside the GEMM that reads it (QKV, gate/up, LM head). A warp of every CTA with a unit of that
  * GEMM normalises the token's row itself, with the norm op's arithmetic (mkg_mk_norm.cuh: the same
  * reduction order, so the same bits), and writes it into the unit's stages as A; the norm op has
- * no items, and the GEMM waits for the norm's input instead. The warp keeps the row in registers:
- * one row (m = 1) of at most 256 chunks of 8 (hidden <= 2048); its queue tags a stage with the op (< 1024). */
+ * no items, and the GEMM waits for the norm's input instead. Two warps make the row in registers and
+ * leave it in the CTA's row of mkg_mk_args.a_rows, from which bulk copies bring each stage's A in: one
+ * row (m = 1) of at most 256 chunks of 8 (hidden <= 2048); the queue tags a stage with the op (< 1024). */
 static MKG_HD int mkg_mk_norm_in_gemm_step(const mkg_model_config *c, int m, int prefill, int on)
 {
     return on && !prefill && m == 1 && c->hidden % 8 == 0 && c->hidden <= 8 * 256 && 7 * c->layers + 2 <= 1024;

@@ -58,7 +58,7 @@ struct item {
 // Every item of every task at step size m, GEMMs cut by schedule sched[task]; fused: the step runs
 // its norms inside the GEMMs (mkg_mk_norm_in_gemm_step), so those norms have no items.
 std::vector<std::vector<item>> enumerate(const mkg_model_config &c, const std::vector<mkg_mk_op> &ops, int m,
-                                         int prefill, const std::vector<int> &sched, int fused = 0)
+                                         int prefill, const std::vector<int> &sched, int fused = 0, int norm_rows = 64)
 {
     std::vector<std::vector<item>> all(ops.size());
     for (size_t t = 0; t < ops.size(); ++t) {
@@ -83,14 +83,13 @@ std::vector<std::vector<item>> enumerate(const mkg_model_config &c, const std::v
         } else {
             const int split = mkg_mk_attn_split(&c, m, prefill);
             const bool none = mkg_mk_norm_fused(ops.data(), (int)ops.size(), (int)t, fused);
-            const int items = none ? 0 : mkg_mk_items(&op, &c, m, prefill, split);
+            const int items = none ? 0 : mkg_mk_items(&op, &c, m, prefill, split, norm_rows);
             for (int i = 0; i < items; ++i) {
                 item it{(int)t, i, 0, 0, {}, {}};
                 int out_rb;
                 if (op.kind == MKG_MK_NORM) {
-                    it.r0 = 64 * i;
-                    it.r1 = std::min(m, 64 * i + 64);
-                    out_rb = i;
+                    mkg_mk_norm_rows(m, norm_rows, i, &it.r0, &it.r1);
+                    out_rb = it.r0 / 64;
                     it.writes.push_back({out_rb, (unsigned)((it.r1 - it.r0) * op.out_cols)});
                     it.write_rows.push_back({it.r0, it.r1});
                 } else {
@@ -138,30 +137,34 @@ TEST(MegakernelGraph, TopologicalOrderAndDependencyWidths)
     EXPECT_EQ(gemms, mkg_mk_table_rows(&c));
 }
 
-// For every (task, row block): the elements all its items write sum to rows x out_cols.
+// For every (task, row block): the elements all its items write sum to rows x out_cols, with norm
+// items of 64 rows and of 16 (MKG_MK_OPT_NORM_ROWS_16: four to a block's counter).
 TEST(MegakernelGraph, DependencyCountsMatchTheirProducers)
 {
     const mkg_model_config c = small_config(2);
     std::vector<mkg_mk_op> ops(mkg_mk_op_count(&c));
     mkg_mk_graph_build(&c, nullptr, ops.data());
-    for (int prefill = 0; prefill < 2; ++prefill)
-        for (int m : {1, 7, 64, 65, 200, 512}) {
-            if (!prefill && m > c.max_batch)
-                continue;
-            for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
-                std::vector<int> sched(ops.size(), s);
-                const auto all = enumerate(c, ops, m, prefill, sched);
-                for (size_t t = 0; t < ops.size(); ++t) {
-                    std::map<int, unsigned long long> sum;
-                    for (const item &it : all[t])
-                        for (auto w : it.writes)
-                            sum[w.first] += w.second;
-                    for (int rb = 0; rb < mkg_mk_row_blocks(m); ++rb)
-                        ASSERT_EQ(sum[rb], (unsigned long long)mkg_mk_block_rows(m, rb) * ops[t].out_cols)
-                            << "task " << t << " rb " << rb << " m " << m << " prefill " << prefill << " sched " << s;
+    for (int norm_rows : {64, mkg_mk_norm_item_rows(MKG_MK_OPT_NORM_ROWS_16)}) {
+        for (int prefill = 0; prefill < 2; ++prefill)
+            for (int m : {1, 7, 17, 64, 65, 200, 512}) {
+                if (!prefill && m > c.max_batch)
+                    continue;
+                for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+                    std::vector<int> sched(ops.size(), s);
+                    const auto all = enumerate(c, ops, m, prefill, sched, 0, norm_rows);
+                    for (size_t t = 0; t < ops.size(); ++t) {
+                        std::map<int, unsigned long long> sum;
+                        for (const item &it : all[t])
+                            for (auto w : it.writes)
+                                sum[w.first] += w.second;
+                        for (int rb = 0; rb < mkg_mk_row_blocks(m); ++rb)
+                            ASSERT_EQ(sum[rb], (unsigned long long)mkg_mk_block_rows(m, rb) * ops[t].out_cols)
+                                << "task " << t << " rb " << rb << " m " << m << " prefill " << prefill
+                                << " sched " << s << " norm rows " << norm_rows;
+                    }
                 }
             }
-        }
+    }
 }
 
 // The norms run inside the GEMMs (MKG_MK_OPT_NORM_IN_GEMM) at decode steps of one token only; then
@@ -211,12 +214,14 @@ TEST(MegakernelGraph, RandomInterleavingsNeverDeadlockNorRunEarly)
                 continue;
             for (int sms : {1, 7, 132}) {
                 for (int rep = 0; rep < 6; ++rep, ++runs) {
-                    // Odd repetitions run the norms inside the GEMMs where the step allows it.
+                    // Odd repetitions run the norms inside the GEMMs where the step allows it; repetitions
+                    // 2, 3 deal norm items of 16 rows (MKG_MK_OPT_NORM_ROWS_16).
                     const int fused = mkg_mk_norm_in_gemm_step(&c, m, prefill, rep & 1);
+                    const int norm_rows = mkg_mk_norm_item_rows((rep & 2) ? MKG_MK_OPT_NORM_ROWS_16 : 0u);
                     std::vector<int> sched(ops.size());
                     for (auto &s : sched)
                         s = (int)(rng() % MKG_SCHED_COUNT);
-                    const auto all = enumerate(c, ops, m, prefill, sched, fused);
+                    const auto all = enumerate(c, ops, m, prefill, sched, fused, norm_rows);
                     // Deal items to SMs exactly as the kernel does.
                     std::vector<std::vector<const item *>> queue(sms);
                     int base = 0;
@@ -252,7 +257,8 @@ TEST(MegakernelGraph, RandomInterleavingsNeverDeadlockNorRunEarly)
                             if (ok)
                                 ready.push_back(s);
                         }
-                        ASSERT_FALSE(ready.empty()) << "deadlock: m " << m << " prefill " << prefill << " sms " << sms;
+                        ASSERT_FALSE(ready.empty())
+                            << "deadlock: m " << m << " prefill " << prefill << " sms " << sms << " rows " << norm_rows;
                         const int s = ready[rng() % ready.size()];
                         const item *it = queue[s][next[s]++];
                         const int dep = mkg_mk_wait_op(ops.data(), (int)ops.size(), it->task, fused);
