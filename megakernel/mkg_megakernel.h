@@ -66,7 +66,7 @@ extern "C" {
                                            (mkg_mk_norm_in_gemm_step in mkg_mk_graph.h: two warps of the producer
                                            warpgroup make the normalised row, and bulk copies bring it into the
                                            stages as A, same bits);
-                                           ignored with TWO_PRODUCERS; off: v97c +26 us at decode b1 (H100) */
+                                           ignored with TWO_PRODUCERS; off: v97e +23 us at decode b1 (H100) */
 #define MKG_MK_OPT_NORM_ROWS_16 8388608u /* norm items of 16 rows instead of 64 (mkg_mk_norm_item_rows): a 64-row
                                            norm runs on four CTAs (v99; off: decode b64 +9%, prefill 512 +7%) */
 /* Bits the GEMM rows of the dispatch table take at mkg_mk_create (deps.flags). */
