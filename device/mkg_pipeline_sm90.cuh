@@ -136,8 +136,8 @@ static __device__ __forceinline__ uint32_t mkg_aq_at(const mkg_smem *sm)
 }
 
 // The two A writers' exchange words, right after the queue's entries: the row's 8 sums of squares
-// (one per virtual warp of mkg_op_rmsnorm_rows), then each writer's "input seen" word, then the op
-// whose row the writers make next (warp 2 tells warp 3; -1: the queue ended) and a spare word.
+// (one per virtual warp of mkg_op_rmsnorm_rows), then each row maker's "input seen" word, then the
+// op whose row each of the CTA's two rows holds (the megakernel's mkg_mk_row_maker publishes them).
 static __device__ __forceinline__ uint32_t mkg_aq_xchg(const mkg_smem *sm)
 {
     return mkg_aq_at(sm) + 8u + 8u * MKG_AQ_ENTRIES;

@@ -30,7 +30,7 @@ static __device__ __forceinline__ void mkg_mk_phase_mark(int point);
 #include "mkg_mk_ops.cuh"
 
 #define MKG_MK_BAR 3                    /* named barrier of the 256 consumer threads (1, 2: epilogues) */
-#define MKG_MK_WRITER_BAR 8             /* named barrier of the two A-writer warps (64 threads) */
+#define MKG_MK_WRITER_BAR 8             /* named barrier of the two row makers (warps 1 and 3, 64 threads) */
 #define MKG_MK_PRODUCER_REGS 56
 #define MKG_MK_CONSUMER_REGS 224
 
@@ -234,12 +234,10 @@ static __device__ __forceinline__ int mkg_mk_items_run(const mkg_mk_args *a, con
     return none ? 0 : mkg_mk_items(op, &a->cfg, a->m, a->prefill, a->attn_split, mkg_mk_norm_item_rows(a->opts));
 }
 
-// The fused GEMM op the A writers read ahead (v97d): the op (-1: none), its norm op, the norm's input
-// op (-1: the step's input) and the GEMM's table row. Finding them is a chain of dependent global
-// loads through the op table, ~3.5 us under load, so the writers do it ahead, after the last entry
-// of a unit of the fused op before (v97c did it at the op's first entry, which on CTAs whose
-// producer reaches the op late, after draining the previous GEMM, came after the input was ready).
-// Four words, not the pointers themselves: the loop's registers are at the producers' cap.
+// The next fused GEMM op, which the row makers read ahead (mkg_mk_row_maker): the op (-1: none), its
+// norm op, the norm's input op (-1: the step's input) and the GEMM's table row. Finding them is a
+// chain of dependent global loads through the op table, ~3.5 us under load (v97c), so the row
+// makers do it right after the row before, while they would only wait for the op's input.
 struct mkg_mk_wnext {
     int o, nt, d, row;
 };
@@ -268,7 +266,7 @@ static __device__ __forceinline__ mkg_mk_wnext mkg_mk_writer_next(const mkg_mk_a
     return n;
 }
 
-// What the A writers need of fused op n.o at its first entry; every load here depends only on n, so
+// What the row makers need of fused op n.o; every load here depends only on n, so
 // they go out together (one round trip).
 struct mkg_mk_wop {
     const uint4 *x, *g;             // the norm's input row 0 and weight
@@ -291,7 +289,7 @@ static __device__ __forceinline__ mkg_mk_wop mkg_mk_writer_op(const mkg_mk_args 
     return w;
 }
 
-// The A writers (warps 2 and 3 of the producer warpgroup, h = 0, 1) at the first stage of a fused GEMM op:
+// The row makers (warps 1 and 3 of the producer warpgroup, h = 0, 1), at a fused GEMM op:
 // each waits (lane 0, bounded) for row 0 of the norm's input and leaves in y its half of the
 // normalised row, lane l holding chunks l + 32 (4 h + i), i = 0..3 (zeros past the row). The
 // arithmetic of mkg_op_rmsnorm_rows for rows < 8 and at most 256 chunks: virtual warp v's butterfly
@@ -347,71 +345,71 @@ static __device__ __forceinline__ uint64_t mkg_mk_norm_row(const mkg_mk_args *a,
     return t_ready;
 }
 
-// The A writers at a new fused op o: warp h makes its half of the row (mkg_mk_norm_row), stores it
-// into this CTA's row of a->a_rows and fences it towards the async proxy (the bulk copies that read
-// it); they meet on MKG_MK_WRITER_BAR, so the row is whole before warp 2 issues a copy. `next` is
-// the op read ahead (re-read when it is not o).
-// NOTE: the row is rewritten while no copy of the previous fused op can still read it: the new
-// op's input (waited for in mkg_mk_norm_row) comes after every unit of the previous fused op, this
-// CTA's included, and a unit ends only after its stages, so their copies, completed (in the decoder
-// graph, a fused op's input depends on the one before it; on a stall the step already failed).
-static __device__ __forceinline__ uint64_t mkg_mk_writer_row(const mkg_mk_args *a, int o, mkg_mk_wnext *next,
-                                                             uint32_t xs, uint4 *row, int lane, int h, int fused,
-                                                             unsigned long long **stamps)
+// The A writers' rows in a->a_rows for this CTA: two rows (fused ops alternate between them), then
+// each row's input-ready time (timeline on), MKG_MK_A_ZERO_BYTES of zeros before the first CTA's.
+static __device__ __forceinline__ unsigned char *mkg_mk_a_cta(const mkg_mk_args *a)
 {
-    if (next->o != o)
-        *next = mkg_mk_writer_next(a, o - 1, fused, lane, h);
-    const mkg_mk_wop w = mkg_mk_writer_op(a, next, h);
-    *stamps = w.stamps;
-    uint4 y[4];
-    const int hidden = a->cfg.hidden, chunks = hidden >> 3, c0 = lane + 128 * h;
-    const uint64_t t_ready = mkg_mk_norm_row(a, &w, xs, y, lane, h, hidden, a->cfg.norm_eps);
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-        if (c0 + 32 * i < chunks)
-            row[c0 + 32 * i] = y[i];
-    mkg_fence_proxy_async_global();
-    mkg_bar_sync_any(MKG_MK_WRITER_BAR, 64);   // not .aligned: lanes may arrive apart
-    return t_ready;
+    return (unsigned char *)a->a_rows + MKG_MK_A_ZERO_BYTES + (size_t)blockIdx.x * mkg_mk_a_cta_bytes(a->cfg.hidden);
 }
 
-// The A writers (warps 2 and 3 of the producer warpgroup, h = 0, 1; MKG_MK_OPT_NORM_IN_GEMM) for the
-// stages that the producer thread armed with B only (mkg_gemm_produce_b_for_a), in the order it pushed
-// them. Warp 2 reads the queue. At a new op it tells warp 3 (the exchange's op word, then
-// MKG_MK_WRITER_BAR) and both make the token's normalised row in this CTA's row of a->a_rows
-// (mkg_mk_writer_row). Then, per entry, its lane 0 copies each K sub-tile's A in with bulk copies
-// that complete on the stage's full barrier, as a TMA load of A would: row 0 from the row (the
-// 128-byte swizzle leaves row 0 in place: chunk j at byte 16 j) and rows 1 .. TM - 1 from the zeros
-// (a one-token step's TMA load leaves the buffer's rows there, any values: a padded row's products
-// land in that token's own columns of C, which the epilogue does not store), and arrives on the
-// barrier, the one arrival the phase waits for beside the stage's bytes (mkg_gemm_produce_b_for_a
-// expects them all). Warp 3 only makes rows. End at the producer's MKG_AQ_END.
-// v97e: v97-v97d wrote A with st.shared and a fence.proxy.async per entry (MEMBAR.ALL.CTA in the
-// SASS), and their entries took ~0.7 us each under the weight stream; here the row is fenced once
-// per op and an entry is a few instructions of one lane.
-// NOTE: only warp 2 reads entries, and an entry is read before its stage can complete (lane 0
-// arrives after reading it), which keeps mkg_aq_push's bound on unread entries.
-static __device__ __noinline__ void mkg_mk_a_writer(const mkg_mk_args *a, uint32_t q, uint32_t full, uint32_t ring,
-                                                    int h, int fused)
+// The row makers (warps 1 and 3 of the producer warpgroup, h = 0, 1; MKG_MK_OPT_NORM_IN_GEMM): for every
+// fused GEMM op of the step in order, whether or not this CTA has a unit of it, find it (reading the
+// op table ahead, mkg_mk_writer_next), wait for its input and make the token's normalised row
+// (mkg_mk_norm_row), store it into row b of this CTA (b alternating), fence it towards the async
+// proxy (the A copier's bulk copies) and meet; then lane 0 of warp 1 publishes the op in row b's
+// word of the exchange (release), which the copier waits for. They run ahead of the producer: a
+// CTA whose producer reaches the op late (after an O unit's loads) finds its row made (v97c-v97e made
+// it at the op's first queue entry: ~3.5 us of op-table loads and the wait after the producer came).
+// NOTE: row b is rewritten (op k + 2) only once op k + 2's input is complete, which comes after every
+// unit of op k, this CTA's included, and so after its copies landed (in the decoder graph each fused
+// op's input depends on the fused op before it; on a stall the step has already failed, and the
+// copier stops waiting for its row).
+static __device__ __noinline__ void mkg_mk_row_maker(const mkg_mk_args *a, uint32_t xs, int h, int fused)
 {
-    const int lane = (int)threadIdx.x & 31;
-    const uint32_t xs = q + 8u + 8u * MKG_AQ_ENTRIES;           // mkg_aq_xchg
-    const uint32_t note = xs + 40u;                             // its op word
-    const size_t row_bytes = mkg_mk_a_row_bytes(a->cfg.hidden);
-    const unsigned char *zeros = (const unsigned char *)a->a_rows;
-    uint4 *row = (uint4 *)(zeros + MKG_MK_A_ZERO_BYTES + (size_t)blockIdx.x * row_bytes);
-    unsigned long long *stamps = nullptr;     // the op's deps.stamps (timeline on; warp 2 only)
+    const int lane = (int)threadIdx.x & 31, hidden = a->cfg.hidden, chunks = hidden >> 3, c0 = lane + 128 * h;
+    unsigned char *cta = mkg_mk_a_cta(a);
+    const size_t row_bytes = mkg_mk_a_row_bytes(hidden);
     mkg_mk_wnext next = mkg_mk_writer_next(a, -1, fused, lane, h);
-    if (h == 1) {
-        for (;;) {
-            mkg_bar_sync_any(MKG_MK_WRITER_BAR, 64);     // warp 2 wrote the op word
-            const int o = (int)mkg_ld_shared_b32(note);
-            if (o < 0)
-                return;
-            mkg_mk_writer_row(a, o, &next, xs, row, lane, h, fused, &stamps);
-            next = mkg_mk_writer_next(a, o, fused, lane, h);
+    for (uint32_t b = 0; next.o >= 0; b ^= 1u) {
+        const mkg_mk_wop w = mkg_mk_writer_op(a, &next, h);
+        uint4 y[4];
+        const uint64_t t_ready = mkg_mk_norm_row(a, &w, xs, y, lane, h, hidden, a->cfg.norm_eps);
+        uint4 *row = (uint4 *)(cta + b * row_bytes);
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+            if (c0 + 32 * i < chunks)
+                row[c0 + 32 * i] = y[i];
+        mkg_fence_proxy_async_global();
+        mkg_bar_sync_any(MKG_MK_WRITER_BAR, 64);   // not .aligned: lanes may arrive apart
+        if (h == 0 && lane == 0) {
+            if (w.stamps)
+                ((unsigned long long *)(cta + 2 * row_bytes))[b] = t_ready;
+            mkg_st_release_cta_shared_u32(xs + 40u + 4u * b, (uint32_t)next.o);
         }
+        next = mkg_mk_writer_next(a, next.o, fused, lane, h);
     }
+}
+
+// The A copier (lane 0 of warp 2; MKG_MK_OPT_NORM_IN_GEMM) for the stages that the producer thread
+// armed with B only (mkg_gemm_produce_b_for_a), in the order it pushed them. At a new op it waits
+// for a row maker to publish the op's row (mkg_mk_row_maker). Per entry it copies each K sub-tile's
+// A in with bulk copies that complete on the stage's full barrier, as a TMA load of A would: row 0
+// from the row (the 128-byte swizzle leaves row 0 in place: chunk j at byte 16 j) and rows 1 .. TM - 1
+// from the zeros (a one-token step's TMA load leaves the buffer's rows there, any values: a padded
+// row's products land in that token's own columns of C, which the epilogue does not store), and
+// arrives on the barrier, the one arrival the phase waits for beside the stage's bytes
+// (mkg_gemm_produce_b_for_a expects them all). End at the producer's MKG_AQ_END.
+// v97-v97d wrote A with st.shared and a fence.proxy.async per entry (MEMBAR.ALL.CTA in the SASS);
+// v97e's bulk copies took QKV from +6.4 to +4.1 us a layer against the unfused step.
+// NOTE: an entry is read before its stage can complete (the arrival follows the read), which keeps
+// mkg_aq_push's bound on unread entries.
+static __device__ __noinline__ void mkg_mk_a_copier(const mkg_mk_args *a, uint32_t q, uint32_t full, uint32_t ring)
+{
+    const uint32_t xs = q + 8u + 8u * MKG_AQ_ENTRIES;           // mkg_aq_xchg
+    const unsigned char *zeros = (const unsigned char *)a->a_rows, *cta = mkg_mk_a_cta(a);
+    const size_t row_bytes = mkg_mk_a_row_bytes(a->cfg.hidden);
+    const uint4 *row = nullptr;
+    unsigned long long *stamps = nullptr;     // the op's deps.stamps (timeline on)
     uint32_t popped = 0;
     int op_cur = -1, unit_cur = -1;
     uint64_t t_ready = 0;
@@ -425,38 +423,43 @@ static __device__ __noinline__ void mkg_mk_a_writer(const mkg_mk_args *a, uint32
         }
         const uint2 e = make_uint2((uint32_t)v, (uint32_t)(v >> 32));
         ++popped;
-        const bool end = (e.x & MKG_AQ_END) == MKG_AQ_END;
-        const int o = end ? -1 : (int)((e.y >> 8) & 0x3ffu), unit = (int)(e.y >> 18);
+        if ((e.x & MKG_AQ_END) == MKG_AQ_END)
+            break;
+        const int o = (int)((e.y >> 8) & 0x3ffu), unit = (int)(e.y >> 18);
         bool first = false;
-        if (end || o != op_cur) {
-            if (lane == 0)
-                mkg_st_shared_b32(note, (uint32_t)o);
-            mkg_bar_sync_any(MKG_MK_WRITER_BAR, 64);     // warp 3 reads the op word
-            if (end)
-                break;
-            t_ready = mkg_mk_writer_row(a, o, &next, xs, row, lane, h, fused, &stamps);
+        if (o != op_cur) {
+            // Rows are made in op order into two rows, so op o's is in one of them (or comes next).
+            // After a stall the row makers' waits return at once and they may run past op o: once
+            // the step has failed (a->stall, looked at every 64 rounds), any row will do.
+            uint32_t b = 0;
+            for (uint32_t n = 1; mkg_ld_acquire_cta_shared_u32(xs + 40u + 4u * b) != (uint32_t)o; ++n) {
+                if ((n & 127u) == 0 && *(volatile unsigned int *)a->stall != 0u)
+                    break;
+                if (b == 1u)
+                    __nanosleep(32);
+                b ^= 1u;
+            }
+            row = (const uint4 *)(cta + b * row_bytes);
+            if (a->timeline) {
+                stamps = a->rows[a->ops[o].table_row].params.deps.stamps;
+                t_ready = __ldcg((const unsigned long long *)(cta + 2 * row_bytes) + b);
+            }
             op_cur = o;
             first = true;
         }
-        if (lane == 0) {
-            const bool stamp = stamps && (unit != unit_cur || first);   // the unit's ready stamp
-            const uint64_t t_stamp = !stamp ? 0 : first ? t_ready : mkg_globaltimer();
-            const uint32_t bar = full + 8u * ((e.x >> 9) & 15u), stage = ring + (e.x & 0x1ffu) * 1024u;
-            const uint32_t kh = ((e.x >> 13) & 1u) + 1u, a_bytes = ((e.x >> 14) & 31u) * 1024u;
-            const uint32_t sub = ((e.x >> 19) & 127u) * 1024u, q0 = e.y & 0xffu;
-            for (uint32_t i = 0; i < kh; ++i) {
-                mkg_bulk_load(stage + i * sub, row + 8u * (q0 + i), 128u, bar);   // K sub-tile q0 + i: 8 chunks
-                mkg_bulk_load(stage + i * sub + 128u, zeros, a_bytes - 128u, bar);
-            }
-            mkg_mbarrier_arrive(bar);
-            if (stamp)
-                stamps[2 * unit + 1] = t_stamp;
-        }
+        const bool stamp = stamps && (unit != unit_cur || first);   // the unit's ready stamp
+        const uint64_t t_stamp = !stamp ? 0 : first ? t_ready : mkg_globaltimer();
         unit_cur = unit;
-        // The unit's last K sub-tile: read the next fused op's constants now, while the queue is idle.
-        if (64 * ((int)(e.y & 0xffu) + (int)((e.x >> 13) & 1u) + 1) >= a->cfg.hidden && next.o != -1 &&
-            next.o <= op_cur)
-            next = mkg_mk_writer_next(a, op_cur, fused, lane, h);
+        const uint32_t bar = full + 8u * ((e.x >> 9) & 15u), stage = ring + (e.x & 0x1ffu) * 1024u;
+        const uint32_t kh = ((e.x >> 13) & 1u) + 1u, a_bytes = ((e.x >> 14) & 31u) * 1024u;
+        const uint32_t sub = ((e.x >> 19) & 127u) * 1024u, q0 = e.y & 0xffu;
+        for (uint32_t i = 0; i < kh; ++i) {
+            mkg_bulk_load(stage + i * sub, row + 8u * (q0 + i), 128u, bar);   // K sub-tile q0 + i: 8 chunks
+            mkg_bulk_load(stage + i * sub + 128u, zeros, a_bytes - 128u, bar);
+        }
+        mkg_mbarrier_arrive(bar);
+        if (stamp)
+            stamps[2 * unit + 1] = t_stamp;
     }
 }
 
@@ -551,7 +554,8 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                                                                         a.dispatch_err, &ring, &sm, 1, &p, &m, &units,
                                                                         handover);
                     items = s < 0 ? 0 : units;
-                    // A GEMM that runs its norm inside: B only, the A writers (warps 2, 3) fill A.
+                    // A GEMM that runs its norm inside: B only; the A writers (row makers in warps 1
+                    // and 3, the copier in warp 2) bring A in.
                     const bool by_writer = mkg_mk_wait_op(a.ops, a.ops_run, o, fused) != op.dep;
                     for (int u = mkg_mk_first(me, base); u < items; u += grid)
                         if (by_writer)
@@ -567,8 +571,11 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
             }
             if (fused && threadIdx.x == 0)
                 mkg_aq_push(&sm, MKG_AQ_END, 0u);
-        } else if (fused && threadIdx.x / 32 >= 2) {
-            mkg_mk_a_writer(&a, mkg_aq_at(&sm), sm.full, sm.ring, (int)threadIdx.x / 32 - 2, fused);
+        } else if (fused && threadIdx.x / 32 == 2) {
+            if ((threadIdx.x & 31) == 0)
+                mkg_mk_a_copier(&a, mkg_aq_at(&sm), sm.full, sm.ring);
+        } else if (fused && threadIdx.x >= 32) {     // warps 1 and 3 (warp 1 produces only with TWO_PRODUCERS)
+            mkg_mk_row_maker(&a, mkg_aq_xchg(&sm), threadIdx.x / 32 == 3 ? 1 : 0, fused);
         }
     } else {
         mkg_setmaxnreg_inc<MKG_MK_CONSUMER_REGS>();

@@ -64,9 +64,9 @@ extern "C" {
                                                (v77) */
 #define MKG_MK_OPT_NORM_IN_GEMM 4194304u /* decode steps of one token: each RMSNorm inside the GEMM that reads it
                                            (mkg_mk_norm_in_gemm_step in mkg_mk_graph.h: two warps of the producer
-                                           warpgroup make the normalised row, and bulk copies bring it into the
-                                           stages as A, same bits);
-                                           ignored with TWO_PRODUCERS; off: v97e +23 us at decode b1 (H100) */
+                                           warpgroup make the normalised row ahead, and a third one's bulk copies
+                                           bring it into the stages as A, same bits);
+                                           ignored with TWO_PRODUCERS; off: v97f +9 us at decode b1 (H100) */
 #define MKG_MK_OPT_NORM_ROWS_16 8388608u /* norm items of 16 rows instead of 64 (mkg_mk_norm_item_rows): a 64-row
                                            norm runs on four CTAs (v99; off: decode b64 +9%, prefill 512 +7%) */
 /* Bits the GEMM rows of the dispatch table take at mkg_mk_create (deps.flags). */
@@ -119,17 +119,23 @@ typedef struct mkg_mk_args {
     unsigned int *attn_ctr;         /* device: (layers, MKG_MK_ATTN_SPLIT_PAIRS) parts finished, zeroed per step */
     int force_task;                 /* test hook: this non-GEMM task waits for force_extra more than exists */
     unsigned int force_extra;
-    void *a_rows;                   /* device: MKG_MK_A_ZERO_BYTES of zeros, then one normalised token row per
-                                       CTA (mkg_mk_a_row_bytes each), which the A writers of a GEMM that runs
-                                       its norm inside copy into the stages (MKG_MK_OPT_NORM_IN_GEMM) */
+    void *a_rows;                   /* device: MKG_MK_A_ZERO_BYTES of zeros, then per CTA two normalised token
+                                       rows and their input-ready times (mkg_mk_a_cta_bytes), which the A
+                                       writers of a GEMM that runs its norm inside copy into the stages
+                                       (MKG_MK_OPT_NORM_IN_GEMM) */
 } mkg_mk_args;
 
 /* The A writers' rows (mkg_mk_args.a_rows): zeros for rows 1 .. TM - 1 of any A sub-tile (TM / 8 < 32,
- * the queue entry's field), then a row of `hidden` bf16 per CTA, 128-byte aligned. */
+ * the queue entry's field), then per CTA two rows of `hidden` bf16, 128-byte aligned, and 128 bytes
+ * holding each row's input-ready time. */
 #define MKG_MK_A_ZERO_BYTES (31 * 1024)
 static MKG_HD size_t mkg_mk_a_row_bytes(int hidden)
 {
     return ((size_t)hidden * 2 + 127) & ~(size_t)127;
+}
+static MKG_HD size_t mkg_mk_a_cta_bytes(int hidden)
+{
+    return 2 * mkg_mk_a_row_bytes(hidden) + 128;
 }
 
 typedef struct mkg_mk mkg_mk;

@@ -26,7 +26,7 @@ struct mkg_mk {
     float *attn_ws;                 /* (MKG_MK_ATTN_SPLIT_PAIRS, MKG_MK_ATTN_WS_FLOATS) */
     unsigned int *stall;            /* 4 words */
     void *qkv;                      /* (layers, max_tokens, qkv_n) */
-    void *a_rows;                   /* zeros, then a row per CTA (mkg_mk_args.a_rows) */
+    void *a_rows;                   /* zeros, then two rows per CTA (mkg_mk_args.a_rows) */
     int *m_host;                    /* pinned: M of every table row */
     unsigned long long *timeline;
     int timeline_cap;
@@ -291,7 +291,7 @@ mkg_status mkg_mk_create(mkg_model *md, const mkg_layer_plan *plans, mkg_mk **ou
     mk->plans = (mkg_layer_plan *)calloc((size_t)mk->rows, sizeof(mkg_layer_plan));
     mkg_status st = MKG_OK;
     const size_t qkv_bytes = (size_t)mk->cfg.layers * mk->cfg.max_tokens * mkg_model_qkv_n(&mk->cfg) * 2;
-    const size_t a_rows_bytes = MKG_MK_A_ZERO_BYTES + (size_t)mk->sms * mkg_mk_a_row_bytes(mk->cfg.hidden);
+    const size_t a_rows_bytes = MKG_MK_A_ZERO_BYTES + (size_t)mk->sms * mkg_mk_a_cta_bytes(mk->cfg.hidden);
     if (!mk->ops_h || !mk->layers || !mk->plans ||
         cudaMalloc((void **)&mk->counters, mkg_mk_counter_bytes(mk)) != cudaSuccess ||
         cudaMalloc((void **)&mk->attn_ws, (size_t)MKG_MK_ATTN_SPLIT_PAIRS * MKG_MK_ATTN_WS_FLOATS * sizeof(float)) !=

@@ -106,7 +106,7 @@ static MKG_HD int mkg_mk_items(const mkg_mk_op *op, const mkg_model_config *c, i
  * GEMM normalises the token's row itself, with the norm op's arithmetic (mkg_mk_norm.cuh: the same
  * reduction order, so the same bits), and writes it into the unit's stages as A; the norm op has
  * no items, and the GEMM waits for the norm's input instead. Two warps make the row in registers and
- * leave it in the CTA's row of mkg_mk_args.a_rows, from which bulk copies bring each stage's A in: one
+ * leave it in a row of the CTA's in mkg_mk_args.a_rows, from which bulk copies bring each stage's A in: one
  * row (m = 1) of at most 256 chunks of 8 (hidden <= 2048); the queue tags a stage with the op (< 1024). */
 static MKG_HD int mkg_mk_norm_in_gemm_step(const mkg_model_config *c, int m, int prefill, int on)
 {
