@@ -400,7 +400,7 @@ static __device__ __noinline__ void mkg_mk_row_maker(const mkg_mk_args *a, uint3
 // arrives on the barrier, the one arrival the phase waits for beside the stage's bytes
 // (mkg_gemm_produce_b_for_a expects them all). End at the producer's MKG_AQ_END.
 // v97-v97d wrote A with st.shared and a fence.proxy.async per entry (MEMBAR.ALL.CTA in the SASS);
-// v97e's bulk copies took QKV from +6.4 to +4.1 us a layer against the unfused step.
+// v97e's bulk copies took QKV from +6.3 to +4.1 us of work a layer against the unfused step.
 // NOTE: an entry is read before its stage can complete (the arrival follows the read), which keeps
 // mkg_aq_push's bound on unread entries.
 static __device__ __noinline__ void mkg_mk_a_copier(const mkg_mk_args *a, uint32_t q, uint32_t full, uint32_t ring)
@@ -430,7 +430,7 @@ static __device__ __noinline__ void mkg_mk_a_copier(const mkg_mk_args *a, uint32
         if (o != op_cur) {
             // Rows are made in op order into two rows, so op o's is in one of them (or comes next).
             // After a stall the row makers' waits return at once and they may run past op o: once
-            // the step has failed (a->stall, looked at every 64 rounds), any row will do.
+            // the step has failed (a->stall, looked at every 128 rounds), any row will do.
             uint32_t b = 0;
             for (uint32_t n = 1; mkg_ld_acquire_cta_shared_u32(xs + 40u + 4u * b) != (uint32_t)o; ++n) {
                 if ((n & 127u) == 0 && *(volatile unsigned int *)a->stall != 0u)
