@@ -102,12 +102,12 @@ static MKG_HD int mkg_mk_items(const mkg_mk_op *op, const mkg_model_config *c, i
 }
 
 /* Norms inside the GEMMs (MKG_MK_OPT_NORM_IN_GEMM): a decode step of one token runs each RMSNorm
- * inside the GEMM that reads it (QKV, gate/up, LM head). A warp of every CTA with a unit of that
- * GEMM normalises the token's row itself, with the norm op's arithmetic (mkg_mk_norm.cuh: the same
- * reduction order, so the same bits), and writes it into the unit's stages as A; the norm op has
- * no items, and the GEMM waits for the norm's input instead. Two warps make the row in registers and
- * leave it in a row of the CTA's in mkg_mk_args.a_rows, from which bulk copies bring each stage's A in: one
- * row (m = 1) of at most 256 chunks of 8 (hidden <= 2048); the queue tags a stage with the op (< 1024). */
+ * inside the GEMM that reads it (QKV, gate/up, LM head). Two warps of every CTA normalise the token's
+ * row themselves, with the norm op's arithmetic (mkg_mk_norm.cuh: the same reduction order, so the same
+ * bits), into one of the CTA's rows in mkg_mk_args.a_rows, and a third warp's bulk copies bring it into
+ * the GEMM's stages as A; the norm op has no items, and the GEMM waits for the norm's input instead.
+ * The row makers hold the row in registers: one row (m = 1) of at most 256 chunks of 8 (hidden <= 2048);
+ * the queue tags a stage with the op (< 1024). */
 static MKG_HD int mkg_mk_norm_in_gemm_step(const mkg_model_config *c, int m, int prefill, int on)
 {
     return on && !prefill && m == 1 && c->hidden % 8 == 0 && c->hidden <= 8 * 256 && 7 * c->layers + 2 <= 1024;
