@@ -480,5 +480,10 @@ static __device__ __forceinline__ uint64_t mkg_globaltimer(void)
 #ifndef MKG_PROBE_STAGE
 #define MKG_PROBE_STAGE(event, kt) ((void)0)
 #endif
+// MKG_PROBE_EPI(): a consumer warpgroup has issued its direct epilogue stores, before the
+// dependency count (the megakernel's phase-stamped build).
+#ifndef MKG_PROBE_EPI
+#define MKG_PROBE_EPI() ((void)0)
+#endif
 
 #endif /* MKG_PTX_SM90_CUH */

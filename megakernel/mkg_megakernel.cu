@@ -15,12 +15,14 @@
 // Diagnostic build (CMake -DMKG_MK_PHASES=ON, off by default): a GEMM unit's timeline entry
 // gets phase stamps (phase_us) from the consumer K loop's probe hooks, taken by thread 128
 // (warpgroup 0's first thread): [0] its first stage of the unit landed, [1] its last stage
-// landed, [2] its last wgmma retired; the entry's end follows the epilogue and the count.
+// landed, [2] its last wgmma retired, [3] its direct epilogue stores issued (0 when the
+// epilogue did not go direct); the entry's end follows the epilogue and the count.
 // Declared before the device headers, whose templates name the hooks.
 static __device__ __forceinline__ void mkg_mk_phase_stage(int event, int kt);
 static __device__ __forceinline__ void mkg_mk_phase_mark(int point);
 #define MKG_PROBE_STAGE(event, kt) mkg_mk_phase_stage(event, kt)
 #define MKG_PROBE(point) mkg_mk_phase_mark(point)
+#define MKG_PROBE_EPI() mkg_mk_phase_mark(-1)
 #endif
 
 #include "mkg_deps_sm90.cuh"
@@ -58,7 +60,8 @@ static __device__ __forceinline__ int mkg_mk_first(int me, int base)
 // input was complete (0 for GEMM units, whose producer stamps it in deps.stamps); phases: the
 // decode attention op's step ends (0 otherwise).
 static __device__ __forceinline__ void mkg_mk_stamp(const mkg_mk_args *a, int *k, int task, int item, uint64_t t0,
-                                                    uint64_t t_ready, const volatile unsigned long long *phase = nullptr)
+                                                    uint64_t t_ready, const volatile unsigned long long *phase = nullptr,
+                                                    int phases = 3)
 {
     if (a->timeline && *k < a->timeline_cap) {
         unsigned long long *e = a->timeline + ((size_t)blockIdx.x * a->timeline_cap + *k) * MKG_MK_STAMP_WORDS;
@@ -66,8 +69,8 @@ static __device__ __forceinline__ void mkg_mk_stamp(const mkg_mk_args *a, int *k
         e[1] = t0;
         e[2] = t_ready;
         e[3] = mkg_globaltimer();
-        for (int i = 0; i < 3; ++i)
-            e[4 + i] = phase ? phase[i] : 0;
+        for (int i = 0; i < 4; ++i)
+            e[4 + i] = phase && i < phases ? phase[i] : 0;
         ++*k;
     }
 }
@@ -75,7 +78,7 @@ static __device__ __forceinline__ void mkg_mk_stamp(const mkg_mk_args *a, int *k
 #ifdef MKG_MK_PHASES
 #define MKG_MK_PHASE_CTAS 1024
 // Per CTA; written and read only by thread 128, in program order.
-__device__ unsigned long long mkg_mk_phase_buf[MKG_MK_PHASE_CTAS][3];
+__device__ unsigned long long mkg_mk_phase_buf[MKG_MK_PHASE_CTAS][4];
 
 static __device__ __forceinline__ void mkg_mk_phase_stage(int event, int kt)
 {
@@ -93,6 +96,8 @@ static __device__ __forceinline__ void mkg_mk_phase_mark(int point)
         mkg_mk_phase_buf[blockIdx.x][0] = t;
     else if (point == 4)
         mkg_mk_phase_buf[blockIdx.x][2] = t;
+    else if (point == -1)
+        mkg_mk_phase_buf[blockIdx.x][3] = t;
 }
 
 #endif
@@ -496,9 +501,9 @@ static __device__ __forceinline__ void mkg_unit_done(mkg_mk_unit_hook *h, int u)
 #ifdef MKG_MK_PHASES
     if (h->tid == 0) {
         volatile unsigned long long *ph = blockIdx.x < MKG_MK_PHASE_CTAS ? mkg_mk_phase_buf[blockIdx.x] : nullptr;
-        mkg_mk_stamp(h->a, h->stamps, h->task, u, h->t0, 0, ph);
+        mkg_mk_stamp(h->a, h->stamps, h->task, u, h->t0, 0, ph, 4);
         if (ph)
-            ph[0] = 0;                       // the next unit's first stage
+            ph[0] = ph[3] = 0;               // the next unit's first stage, its stores
     }
 #else
     if (h->tid == 0)
@@ -585,7 +590,7 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
         bool staged = false;    // a GEMM task ran since this CTA's last item (see the item loop)
 #ifdef MKG_MK_PHASES
         if (tid == 0 && blockIdx.x < MKG_MK_PHASE_CTAS)
-            mkg_mk_phase_buf[blockIdx.x][0] = 0;
+            mkg_mk_phase_buf[blockIdx.x][0] = mkg_mk_phase_buf[blockIdx.x][3] = 0;
 #endif
         for (int o = 0; o < a.ops_run; ++o) {
             const mkg_mk_op op = a.ops[o];

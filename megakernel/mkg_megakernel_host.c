@@ -565,12 +565,19 @@ mkg_status mkg_mk_write_trace(mkg_mk *mk, const char *path)
             reached = st[((size_t)op->table_row * mk->stamp_units + item) * 2];
             ready = st[((size_t)op->table_row * mk->stamp_units + item) * 2 + 1];
         }
-        char phases[96] = "";
+        char phases[128] = "";
         /* phase stamps only from an item that ran its op (a stalled item leaves the scratch
-         * words of an earlier one): in order, between its start and its end */
-        if (x[1] <= x[4] && x[4] <= x[5] && x[5] <= x[6] && x[6] <= x[3])
-            snprintf(phases, sizeof phases, ", \"phase_us\": [%.3f, %.3f, %.3f]", (double)(x[4] - t_min) / 1000.0,
-                     (double)(x[5] - t_min) / 1000.0, (double)(x[6] - t_min) / 1000.0);
+         * words of an earlier one): in order, between its start and its end; a GEMM unit's
+         * fourth (its direct stores issued) where its epilogue went direct */
+        if (x[1] <= x[4] && x[4] <= x[5] && x[5] <= x[6] && x[6] <= x[3]) {
+            const int n = snprintf(phases, sizeof phases, ", \"phase_us\": [%.3f, %.3f, %.3f",
+                                   (double)(x[4] - t_min) / 1000.0, (double)(x[5] - t_min) / 1000.0,
+                                   (double)(x[6] - t_min) / 1000.0);
+            if (x[6] <= x[7] && x[7] <= x[3])
+                snprintf(phases + n, sizeof phases - (size_t)n, ", %.3f]", (double)(x[7] - t_min) / 1000.0);
+            else
+                snprintf(phases + n, sizeof phases - (size_t)n, "]");
+        }
         fprintf(f, "%s{\"name\": \"%s\", \"ph\": \"X\", \"pid\": 0, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, "
                    "\"args\": {\"task\": %d, \"item\": %d, \"dep\": %d, \"ready_us\": %.3f, \"reached_us\": %.3f%s}}",
                 first ? "" : ",\n", mkg_mk_task_name(mk, task, name, sizeof name), (int)(i / mk->timeline_cap),

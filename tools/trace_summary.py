@@ -72,7 +72,8 @@ if ready:
 # From the later of the unit's start on its CTA and its input being ready: first stage landed,
 # last stage landed, last wgmma retired, end (epilogue and count). Mean over units after the
 # first layer, and over each task's last-ending unit (the one the next task waits for).
-gph = collections.defaultdict(lambda: [[0.0] * 4, 0, [0.0] * 4, 0])
+# With a fourth stamp (the direct stores issued) the end splits into the stores and the count.
+gph = collections.defaultdict(lambda: [[0.0] * 5, 0, [0.0] * 5, 0])
 for e in events:
     a = e["args"]
     if "phase_us" not in a or a["task"] < 7 or "attention" in e["name"]:
@@ -80,7 +81,12 @@ for e in events:
     kind = e["name"].split(" ", 1)[-1]
     t0 = max(e["ts"], a.get("ready_us", -1.0))
     p = a["phase_us"]
-    d = [max(0.0, p[0] - t0), p[1] - max(p[0], t0), p[2] - max(p[1], t0), e["ts"] + e["dur"] - max(p[2], t0)]
+    end = e["ts"] + e["dur"]
+    if len(p) > 3:
+        d = [max(0.0, p[0] - t0), p[1] - max(p[0], t0), p[2] - max(p[1], t0), p[3] - max(p[2], t0),
+             end - max(p[3], t0)]
+    else:
+        d = [max(0.0, p[0] - t0), p[1] - max(p[0], t0), p[2] - max(p[1], t0), end - max(p[2], t0), 0.0]
     g = gph[kind]
     g[0] = [x + y for x, y in zip(g[0], d)]
     g[1] += 1
@@ -89,7 +95,8 @@ for e in events:
         g[3] += 1
 if gph:
     print("GEMM unit phases after the first layer (us, from max(start, ready)): -> first stage landed, -> last "
-          "stage landed, -> last wgmma retired, -> end (epilogue, count); all units | each task's last unit")
+          "stage landed, -> last wgmma retired, -> direct stores issued (or end), -> end (count; 0 without "
+          "the stores' stamp); all units | each task's last unit")
     for k, (s_all, n, s_last, nl) in sorted(gph.items()):
         f = lambda v, c: " ".join(f"{x / max(1, c):6.2f}" for x in v)
         print(f"  {k:14s} {f(s_all, n)}  ({n} units) | {f(s_last, nl)}  ({nl})")
