@@ -93,6 +93,25 @@ static __device__ __forceinline__ int mkg_dispatch_runs(int s)
     }
 }
 
+// 1 if schedule s is not a ping-pong row (the chunk step loops and dependency waits run none).
+static __device__ __forceinline__ int mkg_dispatch_not_pp(int s)
+{
+    switch (s) {
+#define MKG_X_NOT_PP(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) \
+    case MKG_SCHED_##name: return !pp;
+        MKG_SCHEDULE_LIST(MKG_X_NOT_PP)
+#undef MKG_X_NOT_PP
+    default: return 0;
+    }
+}
+
+// 1 if a chunk-stepping caller built with MKG_DISPATCH_WIDE runs schedule s, which does not fold
+// chunks, on a layer of `chunks` K chunks: one chunk, no block scales, no ping-pong.
+static __device__ __forceinline__ bool mkg_dispatch_wide_ok(int s, int chunks, bool bscaled)
+{
+    return MKG_DISPATCH_WIDE && chunks == 1 && !bscaled && mkg_dispatch_not_pp(s);
+}
+
 // Schedule of `layer` at its current M (stored in *m), or -1 after recording why not.
 // CHUNKS = 0: the caller runs one-chunk layers without block scales (mkg_dispatch_consume_units_one);
 // CHUNKS = 1: it steps through chunks (mkg_dispatch_consume_chunked, mkg_dispatch_consume_units,
@@ -119,7 +138,7 @@ static __device__ __forceinline__ int mkg_dispatch_pick(const mkg_layer_dev *row
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_NOT_PLANNED);
     if (*m < 1 || *m > m_max)
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_M_RANGE);
-    if (in_type != DT)
+    if (in_type != DT || (MKG_EPI_OT_ONLY >= 0 && c_type != MKG_EPI_OT_ONLY))
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_BAD_DTYPE);
     // NOTE: block scales are applied per K chunk by the chunk-stepping consumers only; a
     // one-chunk consumer would ignore them (mkg_gemm_desc), even on a layer of one 128-deep chunk.
@@ -131,7 +150,8 @@ static __device__ __forceinline__ int mkg_dispatch_pick(const mkg_layer_dev *row
     if (b >= buckets || b >= MKG_MAX_BUCKETS)
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_M_RANGE);
     const int s = r->schedule[b];
-    if (s >= MKG_SCHED_COUNT || !mkg_dispatch_runs(s) || (CHUNKS && !mkg_dispatch_chunk_capable(s)))
+    if (s >= MKG_SCHED_COUNT || !mkg_dispatch_runs(s) ||
+        (CHUNKS && !mkg_dispatch_chunk_capable(s) && !mkg_dispatch_wide_ok(s, mkg_chunk_count(k, kc), bscaled)))
         return mkg_dispatch_fail(err, layer, MKG_DISPATCH_BAD_SCHEDULE);
     return s;
 }
@@ -188,11 +208,12 @@ static __device__ __forceinline__ int mkg_dispatch_units(const mkg_gemm_params *
 
 // A schedule's facts for the warp pick, one word: TM (bits 0-8), TN (9-17), SPLIT (18-22), the
 // dispatcher runs it (bit 23, mkg_dispatch_runs), it folds K chunks (bit 24,
-// mkg_dispatch_chunk_capable); 0 for a schedule outside the list ("not run").
-static constexpr unsigned int mkg_dispatch_geom_word(int tm, int tn, int split, bool runs, bool capable)
+// mkg_dispatch_chunk_capable), it is not a ping-pong row (bit 25); 0 for a schedule outside the
+// list ("not run").
+static constexpr unsigned int mkg_dispatch_geom_word(int tm, int tn, int split, bool runs, bool capable, bool pp)
 {
     return (unsigned int)tm | (unsigned int)tn << 9 | (unsigned int)split << 18 | (unsigned int)runs << 23 |
-           (unsigned int)capable << 24;
+           (unsigned int)capable << 24 | (unsigned int)!pp << 25;
 }
 
 // The facts of schedule s as a chain of selects: no memory (a table in global or constant memory
@@ -203,7 +224,8 @@ static __device__ __forceinline__ unsigned int mkg_dispatch_geom(int s)
     unsigned int g = 0u;
 #define MKG_X_GEOM(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                   \
     g = s == MKG_SCHED_##name ? mkg_dispatch_geom_word(tm, tn, split, mkg_dispatch_row(cl, pp, tm, tn, st),   \
-                                                       mkg_dispatch_capable_row<tm, tn, tk, st, swap, pp>())  \
+                                                       mkg_dispatch_capable_row<tm, tn, tk, st, swap, pp>(), \
+                                                       pp != 0)                                              \
                               : g;
     MKG_SCHEDULE_LIST(MKG_X_GEOM)
 #undef MKG_X_GEOM
@@ -294,13 +316,14 @@ static __device__ __forceinline__ void mkg_dispatch_pick_warp(const mkg_layer_de
     const int sb = (int)((__shfl_sync(all, v, MKG_PICK_SCHED + bi / 4) >> (8 * (bi % 4))) & 0xFFu);
     const unsigned int g = mkg_dispatch_geom(sb);
     const bool runs = (g >> 23 & 1u) != 0u, capable = (g >> 24 & 1u) != 0u;
+    const bool wide = MKG_DISPATCH_WIDE && chunks == 1 && !bscaled && (g >> 25 & 1u) != 0u;  // mkg_dispatch_wide_ok
     // The checks as selects, the last check first, so the first failing one decides.
     int why = MKG_DISPATCH_OK;
-    why = sb >= MKG_SCHED_COUNT || !runs || (CHUNKS && !capable) ? MKG_DISPATCH_BAD_SCHEDULE : why;
+    why = sb >= MKG_SCHED_COUNT || !runs || (CHUNKS && !capable && !wide) ? MKG_DISPATCH_BAD_SCHEDULE : why;
     why = b >= buckets || b >= MKG_MAX_BUCKETS ? MKG_DISPATCH_M_RANGE : why;
     why = OT >= 0 && (epilogue != MKG_EPI_STORE || signals || c_type != OT) ? MKG_DISPATCH_NOT_PLAIN : why;
     why = !CHUNKS && (chunks > 1 || bscaled) ? MKG_DISPATCH_CHUNKED : why;
-    why = in_type != DT ? MKG_DISPATCH_BAD_DTYPE : why;
+    why = in_type != DT || (MKG_EPI_OT_ONLY >= 0 && c_type != MKG_EPI_OT_ONLY) ? MKG_DISPATCH_BAD_DTYPE : why;
     why = m < 1 || m > m_max ? MKG_DISPATCH_M_RANGE : why;
     why = !planned ? MKG_DISPATCH_NOT_PLANNED : why;
     // Units as mkg_unit_count counts them for a plain (CL = 1) launch (mkg_dispatch_units_of).
@@ -653,6 +676,24 @@ static __device__ __forceinline__ void mkg_dispatch_consume_loop(const mkg_gemm_
     }
 }
 
+// The same for a row with wgmma N > MKG_CHUNKED_MAX_WN on a layer of one K chunk (MKG_DISPATCH_WIDE,
+// mkg_dispatch_wide_ok): one step per unit, its epilogue straight from d (no fold registers).
+template <int DT, int TM, int TN, int TK, int ST, int SWAP, int SPLIT, int KH, bool HOOK, class F>
+static __device__ __forceinline__ void mkg_dispatch_wide_loop(const mkg_gemm_params *p, int m, int u, int stride,
+                                                              int units, int raster, int group, mkg_ring *r,
+                                                              const mkg_smem *sm, int wg, F *on_unit)
+{
+    float d[mkg_shape<TM, TN, TK, ST, SWAP>::WN / 2], tot[1];
+    u = mkg_warp_uniform(u);
+    units = mkg_warp_uniform(units);
+    for (; u < units; u += stride) {
+        mkg_gemm_consume_step<DT, TM, TN, TK, ST, SWAP, true, 1, false, -1, KH>(p, m, u, 0, raster, group, SPLIT, r, sm,
+                                                                             wg, d, tot);
+        if constexpr (HOOK)
+            mkg_unit_done(on_unit, u);
+    }
+}
+
 template <int DT, bool HOOK, bool FIP, class F>
 static __device__ __forceinline__ void mkg_dispatch_consume_switch(const mkg_gemm_params *p, int s, int m, int u0,
                                                                    int stride, int units, mkg_ring *r,
@@ -665,11 +706,15 @@ static __device__ __forceinline__ void mkg_dispatch_consume_switch(const mkg_gem
                       !pp)                                                                                       \
             mkg_dispatch_consume_loop<DT, tm, tn, mkg_dispatch_sub(DT), st, swap, split, tk / 64, HOOK, FIP>(     \
                 p, m, u0, stride, units, raster, group, r, sm, wg, on_unit);                                    \
+        else if constexpr (MKG_DISPATCH_WIDE && mkg_dispatch_row(cl, pp, tm, tn, st) && !pp)                        \
+            mkg_dispatch_wide_loop<DT, tm, tn, mkg_dispatch_sub(DT), st, swap, split, tk / 64, HOOK>(             \
+                p, m, u0, stride, units, raster, group, r, sm, wg, on_unit);                                    \
         break;
         MKG_SCHEDULE_LIST(MKG_X_LOOP)
 #undef MKG_X_LOOP
     default: break;
     }
+    mkg_epilogue_flush(r);                       // the task's last deferred count (MKG_EPI_DEFER_COUNT)
 }
 
 // The chunk-stepping consumer loop with mkg_unit_done(on_unit, u) after each unit (a persistent

@@ -31,6 +31,38 @@
 
 #include "mkg_deps_sm90.cuh"
 #include "mkg_gemm.h"
+
+// MKG_DISPATCH_WIDE (0 by default; the sample megakernel defines 1 before the device headers):
+// the chunk-stepping dispatcher (a CHUNKS = 1 pick) also runs layers of one K chunk without block
+// scales on the rows with wgmma N > MKG_CHUNKED_MAX_WN (one unit per step, no chunk fold), fused
+// epilogues and dependency counts included. Off, those rows' fused paths are not compiled (in the
+// shipped kernel's 128-accumulator rows they spilled) and the host refuses them for such layers
+// outside a dispatcher built with it (mkg_schedule_check: only layers that count megakernel
+// dependencies; mkg_gemm_launch_ex: never).
+#ifndef MKG_DISPATCH_WIDE
+#define MKG_DISPATCH_WIDE 0
+#endif
+// MKG_EPI_STAGED_FUSED (0 by default; the sample megakernel defines 1): fused epilogues and counted
+// stores of tiles that are not swapped and lie inside C go through the staging buffers and TMA
+// stores (mkg_epilogue_fused_staged_as). Off in the shipped and dispatch kernels, whose run-time
+// epilogue variants it made spill more (m64n256 140 -> 168 B, m128n128 s6 16 -> 144 B).
+#ifndef MKG_EPI_STAGED_FUSED
+#define MKG_EPI_STAGED_FUSED 0
+#endif
+// MKG_EPI_OT_ONLY (-1 by default; the sample megakernel, all bf16, defines MKG_DTYPE_BF16): the
+// run-time epilogue (OT < 0) compiles stores of that output type only, and the dispatcher refuses a
+// layer with another (MKG_DISPATCH_BAD_DTYPE). A third of the fused epilogue code: with v101's wide
+// rows the megakernel's ptxas took ~10 GB.
+#ifndef MKG_EPI_OT_ONLY
+#define MKG_EPI_OT_ONLY -1
+#endif
+// MKG_EPI_DEFER_COUNT (0 by default; the sample megakernel defines 1): a staged tile's count waits
+// for the warpgroup's next epilogue or the end of the task's units (mkg_epilogue_flush, which the
+// chunk-stepping dispatcher calls after its loop), by when its TMA stores have completed, instead
+// of waiting for them right away.
+#ifndef MKG_EPI_DEFER_COUNT
+#define MKG_EPI_DEFER_COUNT 0
+#endif
 #include "mkg_pipeline_sm90.cuh"
 #include "mkg_ptx_sm90.cuh"
 
@@ -264,6 +296,100 @@ static __device__ __forceinline__ void mkg_epilogue_chunk_to_smem(const float *d
     }
 }
 
+// A residual pair as loaded through L2 (mkg_load2_cg's load), and its two values.
+template <int OT>
+struct mkg_res_raw {
+    typedef unsigned int type;
+    static __device__ __forceinline__ type load(const void *a, long long idx)
+    {
+        return __ldcg((const unsigned int *)((const unsigned short *)a + idx));
+    }
+    static __device__ __forceinline__ float2 get(type u)
+    {
+        if constexpr (OT == MKG_DTYPE_BF16)
+            return __bfloat1622float2(*(const __nv_bfloat162 *)&u);
+        else
+            return __half22float2(*(const __half2 *)&u);
+    }
+};
+
+template <>
+struct mkg_res_raw<MKG_DTYPE_FP32> {
+    typedef float2 type;
+    static __device__ __forceinline__ type load(const void *a, long long idx)
+    {
+        return __ldcg((const float2 *)((const float *)a + idx));
+    }
+    static __device__ __forceinline__ float2 get(type v) { return v; }
+};
+
+static __device__ __forceinline__ float mkg_silu_mul(float gate, float up);
+
+// Output chunk ch of a SiLU-mul tile (not swapped): 64 rows x CW output columns of the 64 x WN / 2
+// output tile, computed from the accumulators as they are written (no second register tile).
+// Output column q is gate column q / 8 * 16 + q % 8 times SiLU, up is 8 columns further: thread
+// values d[8 J + i] and d[8 J + 4 + i] of accumulator column group pair J (as mkg_epilogue_silu_as).
+template <int WN, int OT>
+static __device__ __forceinline__ void mkg_epilogue_chunk_silu_to_smem(const float *d, int ch, uint32_t buf)
+{
+    typedef mkg_epi_shape<WN / 2, 0, OT> E;
+    const int t = threadIdx.x & 127;
+    const int lane = t & 31;
+    const int xr = (t >> 5) * 16 + (lane >> 2);
+    const int yc = 2 * (lane & 3);
+#pragma unroll
+    for (int jj = 0; jj < E::CW / 8; ++jj) {
+        const int J = ch * (E::CW / 8) + jj;                  // output column group of 8
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const uint32_t a = buf + mkg_sw128_offset(xr + 8 * h, (8 * jj + yc) * E::OSZ);
+            const float v0 = mkg_silu_mul(d[8 * J + 2 * h], d[8 * J + 4 + 2 * h]);
+            const float v1 = mkg_silu_mul(d[8 * J + 2 * h + 1], d[8 * J + 4 + 2 * h + 1]);
+            if constexpr (OT == MKG_DTYPE_FP32)
+                mkg_st_shared_v2_b32(a, __float_as_uint(v0), __float_as_uint(v1));
+            else
+                mkg_st_shared_b32(a, mkg_pack2<OT>(v0, v1));
+        }
+    }
+}
+
+// mkg_epilogue_chunk_to_smem (not swapped) with the residual p->aux added: the chunk's residual
+// pairs are loaded first, one L2 round trip a chunk, and added as mkg_epilogue_store_as adds them
+// (the same bits). The tile lies wholly inside C (the staged path's condition).
+template <int WN, int OT>
+static __device__ __forceinline__ void mkg_epilogue_chunk_res_to_smem(const mkg_gemm_params *p, const float *d, int ch,
+                                                                      uint32_t buf, int x0, int y0)
+{
+    typedef mkg_epi_shape<WN, 0, OT> E;
+    const int t = threadIdx.x & 127;
+    const int lane = t & 31;
+    const int xr = (t >> 5) * 16 + (lane >> 2);
+    const int yc = 2 * (lane & 3);
+    const long long ldr = p->ld_aux;
+    // The pairs as loaded (two 16-bit values in one word; fp32 two words): half the registers.
+    typedef typename mkg_res_raw<OT>::type raw_t;
+    raw_t rv[E::CW / 8][2];
+#pragma unroll
+    for (int jj = 0; jj < E::CW / 8; ++jj)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+            rv[jj][h] = mkg_res_raw<OT>::load(p->aux, (long long)(x0 + xr + 8 * h) * ldr + y0 + ch * E::CW + 8 * jj + yc);
+#pragma unroll
+    for (int jj = 0; jj < E::CW / 8; ++jj) {
+        const int j = ch * (E::CW / 8) + jj;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const uint32_t a = buf + mkg_sw128_offset(xr + 8 * h, (8 * jj + yc) * E::OSZ);
+            const float2 r2 = mkg_res_raw<OT>::get(rv[jj][h]);
+            const float v0 = d[4 * j + 2 * h] + r2.x, v1 = d[4 * j + 2 * h + 1] + r2.y;
+            if constexpr (OT == MKG_DTYPE_FP32)
+                mkg_st_shared_v2_b32(a, __float_as_uint(v0), __float_as_uint(v1));
+            else
+                mkg_st_shared_b32(a, mkg_pack2<OT>(v0, v1));
+        }
+    }
+}
+
 template <int WN, int SWAP, int OT>
 static __device__ __forceinline__ void mkg_epilogue_chunk_store(const mkg_gemm_params *p, int ch, uint32_t buf,
                                                                 int x0, int y0)
@@ -277,7 +403,27 @@ static __device__ __forceinline__ void mkg_epilogue_chunk_store(const mkg_gemm_p
     mkg_bulk_commit_group();
 }
 
-template <int WN, int SWAP, int OT, int NB>
+// The chunk writers of the staged path: d as it is, with the residual added, or SiLU-mul of pairs.
+#define MKG_EPI_CHUNK_PLAIN 0
+#define MKG_EPI_CHUNK_RES 1                 /* mkg_epilogue_chunk_res_to_smem */
+#define MKG_EPI_CHUNK_SILU 2                /* mkg_epilogue_chunk_silu_to_smem: WN is the output's */
+
+template <int WN, int SWAP, int OT, int MODE>
+static __device__ __forceinline__ void mkg_epilogue_chunk_write(const mkg_gemm_params *p, const float *d, int ch,
+                                                                uint32_t buf, int x0, int y0)
+{
+    static_assert(MODE == MKG_EPI_CHUNK_PLAIN || !SWAP, "fused staged chunks are for tiles that are not swapped");
+    if constexpr (MODE == MKG_EPI_CHUNK_RES)
+        mkg_epilogue_chunk_res_to_smem<WN, OT>(p, d, ch, buf, x0, y0);
+    else if constexpr (MODE == MKG_EPI_CHUNK_SILU)
+        mkg_epilogue_chunk_silu_to_smem<2 * WN, OT>(d, ch, buf);
+    else
+        mkg_epilogue_chunk_to_smem<WN, SWAP, OT>(d, ch, buf);
+}
+
+// MODE: the chunk writer (mkg_epilogue_chunk_write); under MKG_EPI_CHUNK_SILU, WN and y0 are the
+// output tile's (half the accumulator tile's) and d holds the accumulators.
+template <int WN, int SWAP, int OT, int NB, int MODE = MKG_EPI_CHUNK_PLAIN>
 static __device__ __forceinline__ void mkg_epilogue_staged_as(const mkg_gemm_params *p, const float *d, int x0,
                                                               int y0, mkg_ring *r, uint32_t base, int wg)
 {
@@ -292,8 +438,11 @@ static __device__ __forceinline__ void mkg_epilogue_staged_as(const mkg_gemm_par
             mkg_bulk_wait_group_read<NB - E::CHUNKS>();
         mkg_bar_sync(bar, 128);
 #pragma unroll
-        for (int ch = 0; ch < E::CHUNKS; ++ch)
-            mkg_epilogue_chunk_to_smem<WN, SWAP, OT>(d, ch, mine + (uint32_t)((r->epi + ch) % NB) * MKG_EPI_BUF_BYTES);
+        for (int ch = 0; ch < E::CHUNKS; ++ch) {
+            mkg_epilogue_chunk_write<WN, SWAP, OT, MODE>(p, d, ch,
+                                                         mine + (uint32_t)((r->epi + ch) % NB) * MKG_EPI_BUF_BYTES,
+                                                         x0, y0);
+        }
         mkg_fence_proxy_async_shared();
         mkg_bar_sync(bar, 128);
         if (issuer) {
@@ -312,7 +461,7 @@ static __device__ __forceinline__ void mkg_epilogue_staged_as(const mkg_gemm_par
             if (issuer)
                 mkg_bulk_wait_group_read<NB - 1>();
             mkg_bar_sync(bar, 128);
-            mkg_epilogue_chunk_to_smem<WN, SWAP, OT>(d, ch, buf);
+            mkg_epilogue_chunk_write<WN, SWAP, OT, MODE>(p, d, ch, buf, x0, y0);
             mkg_fence_proxy_async_shared();
             mkg_bar_sync(bar, 128);
             if (issuer)
@@ -427,11 +576,122 @@ static __device__ __forceinline__ void mkg_epilogue_signal(const mkg_gemm_params
         mkg_dep_signal(p->deps.done, r0 / MKG_DEP_ROWS, (unsigned int)(rows * cols));
 }
 
+// v102: a fused epilogue or a counted store of a tile that is not swapped and lies wholly inside
+// C (rows below the runtime M; the N edge as mkg_epilogue_as checks it) goes through the staging
+// buffers and TMA stores, as plain stores do: under a prefill's TMA traffic the direct path's
+// per-thread stores took 5-6 us a unit (qkv, gate_up) and with the residual 13-15 us (o, down).
+// SiLU-mul writes the 64 x WN / 2 output tile chunk by chunk from the accumulator pairs
+// (mkg_epilogue_chunk_silu_to_smem); the residual is added chunk by chunk. The bits are
+// the direct path's (the same arithmetic, each value rounded once). With deps.done the issuing
+// thread waits for its stores to complete before the count (mkg_epilogue_signal_staged).
+// False: the tile goes direct.
+template <int WN, int OT, int NB>
+static __device__ __forceinline__ bool mkg_epilogue_fused_staged_as(const mkg_gemm_params *p, int m, const float *d,
+                                                                    int x0, int y0, mkg_ring *r, uint32_t base,
+                                                                    int wg)
+{
+    const bool silu = p->epilogue == MKG_EPI_SILU_MUL;
+    const int n = silu ? p->n / 2 : p->n, y = silu ? y0 / 2 : y0, w = silu ? WN / 2 : WN;
+    constexpr int UNIT = 16 / mkg_epi_shape<WN, 0, OT>::OSZ;
+    const bool cols_ok = n % UNIT == 0 || y + w <= n - n % UNIT;
+    if (x0 + 64 > m || !cols_ok)
+        return false;
+    if (silu) {
+        if constexpr (WN % 16 == 0 && mkg_epi_shape<WN / 2, 0, OT>::OK) {
+            mkg_epilogue_staged_as<WN / 2, 0, OT, NB, MKG_EPI_CHUNK_SILU>(p, d, x0, y, r, base, wg);
+            return true;
+        }
+        return false;
+    }
+    if constexpr (mkg_epi_shape<WN, 0, OT>::OK) {
+        if (p->epilogue == MKG_EPI_RESIDUAL) {
+            if (y0 + WN > p->n)
+                return false;                      // the residual is read only inside C
+            mkg_epilogue_staged_as<WN, 0, OT, NB, MKG_EPI_CHUNK_RES>(p, d, x0, y0, r, base, wg);
+        } else {
+            mkg_epilogue_staged_as<WN, 0, OT, NB>(p, d, x0, y0, r, base, wg);
+        }
+        return true;
+    }
+    return false;
+}
+
+// After mkg_epilogue_fused_staged_as: the warpgroup's issuing thread (the only one whose bulk groups
+// hold the tile) waits until its stores are complete, orders them before its generic accesses, and
+// counts the elements as mkg_epilogue_signal does.
+// MKG_EPI_DEFER_COUNT: the count is left in r (pend, pend_n) for mkg_epilogue_flush.
+template <int WN>
+static __device__ __forceinline__ void mkg_epilogue_signal_staged(const mkg_gemm_params *p, int m, int x0, int y0,
+                                                                  mkg_ring *r)
+{
+    if ((threadIdx.x & 127) != 0)
+        return;
+    const int rows = max(0, min(64, m - x0));
+    int cols = max(0, min(WN, p->n - y0));
+    if (p->epilogue == MKG_EPI_SILU_MUL)
+        cols /= 2;
+    if (rows <= 0 || cols <= 0)
+        return;
+    if constexpr (MKG_EPI_DEFER_COUNT) {
+        r->pend = p->deps.done + x0 / MKG_DEP_ROWS;
+        r->pend_n = (uint32_t)(rows * cols);
+        return;
+    }
+    mkg_bulk_wait_group<0>();
+    mkg_fence_proxy_async_global();
+    mkg_dep_signal(p->deps.done, x0 / MKG_DEP_ROWS, (unsigned int)(rows * cols));
+}
+
+// MKG_EPI_DEFER_COUNT: the warpgroup's issuing thread publishes a deferred count (its stores,
+// issued an epilogue or a task's end ago, have completed by now: the wait returns at once).
+static __device__ __forceinline__ void mkg_epilogue_flush(mkg_ring *r)
+{
+    if constexpr (MKG_EPI_DEFER_COUNT) {
+        if ((threadIdx.x & 127) == 0 && r->pend) {
+            mkg_bulk_wait_group<0>();
+            mkg_fence_proxy_async_global();
+            mkg_dep_signal(r->pend, 0, r->pend_n);
+            r->pend = nullptr;
+        }
+    }
+}
+
 // Staged stores go through NB buffers per warpgroup at shared address epi_base (see
 // mkg_epilogue_staged_as); NB = 2 at mkg_smem::epi is the launch-wide area.
 // OT < 0: the output type and epilogue kind are read from p at run time. OT >= 0: the caller
 // knows at compile time that C is of type OT with a plain store (MKG_EPI_STORE, no deps
 // signal), and only that path is compiled.
+// The run-time epilogue for output type T: a plain store (staged where it can be), else the fused
+// or counted paths (staged under MKG_EPI_STAGED_FUSED where the tile allows, else direct).
+template <int WN, int SWAP, int NB, int T>
+static __device__ __forceinline__ void mkg_epilogue_store_one(const mkg_gemm_params *p, int m, const float *d,
+                                                              int x0, int y0, mkg_ring *r, uint32_t epi_base,
+                                                              int wg)
+{
+    if (p->epilogue == MKG_EPI_STORE && !p->deps.done) {
+        mkg_epilogue_as<WN, SWAP, T, NB>(p, m, d, x0, y0, r, epi_base, wg);
+        return;
+    }
+    // NOTE: fused epilogues exist for chunk-capable rows only (wgmma N <= 128; the host
+    // refuses other rows for them) unless MKG_DISPATCH_WIDE: in the shipped kernel's
+    // 128-accumulator rows the extra paths spilled.
+    if constexpr (WN <= MKG_CHUNKED_MAX_WN || MKG_DISPATCH_WIDE) {
+        mkg_epilogue_flush(r);
+        if constexpr (!SWAP && MKG_EPI_STAGED_FUSED) {
+            if (mkg_epilogue_fused_staged_as<WN, T, NB>(p, m, d, x0, y0, r, epi_base, wg)) {
+                MKG_PROBE_EPI();
+                if (p->deps.done)
+                    mkg_epilogue_signal_staged<WN>(p, m, x0, y0, r);
+                return;
+            }
+        }
+        mkg_epilogue_direct_as<WN, SWAP, T>(p, m, d, x0, y0);
+        MKG_PROBE_EPI();
+        if (p->deps.done)
+            mkg_epilogue_signal<WN, SWAP>(p, m, x0, y0, wg);
+    }
+}
+
 template <int WN, int SWAP, int NB = 2, int OT = -1>
 static __device__ __forceinline__ void mkg_epilogue_store(const mkg_gemm_params *p, int m, const float *d,
                                                           int x0, int y0, mkg_ring *r, uint32_t epi_base,
@@ -439,27 +699,14 @@ static __device__ __forceinline__ void mkg_epilogue_store(const mkg_gemm_params 
 {
     if constexpr (OT >= 0) {
         mkg_epilogue_as<WN, SWAP, OT, NB>(p, m, d, x0, y0, r, epi_base, wg);
-        return;
-    }
-    if (p->epilogue == MKG_EPI_STORE && !p->deps.done) {
+    } else if constexpr (MKG_EPI_OT_ONLY >= 0) {
+        mkg_epilogue_store_one<WN, SWAP, NB, MKG_EPI_OT_ONLY>(p, m, d, x0, y0, r, epi_base, wg);
+    } else {
         switch (p->c_type) {
-        case MKG_DTYPE_BF16: mkg_epilogue_as<WN, SWAP, MKG_DTYPE_BF16, NB>(p, m, d, x0, y0, r, epi_base, wg); break;
-        case MKG_DTYPE_FP16: mkg_epilogue_as<WN, SWAP, MKG_DTYPE_FP16, NB>(p, m, d, x0, y0, r, epi_base, wg); break;
-        default:             mkg_epilogue_as<WN, SWAP, MKG_DTYPE_FP32, NB>(p, m, d, x0, y0, r, epi_base, wg); break;
+        case MKG_DTYPE_BF16: mkg_epilogue_store_one<WN, SWAP, NB, MKG_DTYPE_BF16>(p, m, d, x0, y0, r, epi_base, wg); break;
+        case MKG_DTYPE_FP16: mkg_epilogue_store_one<WN, SWAP, NB, MKG_DTYPE_FP16>(p, m, d, x0, y0, r, epi_base, wg); break;
+        default:             mkg_epilogue_store_one<WN, SWAP, NB, MKG_DTYPE_FP32>(p, m, d, x0, y0, r, epi_base, wg); break;
         }
-        return;
-    }
-    // NOTE: fused epilogues exist for chunk-capable rows only (wgmma N <= 128; the host
-    // refuses other rows for them): in the 128-accumulator rows the extra paths spilled.
-    if constexpr (WN <= MKG_CHUNKED_MAX_WN) {
-        switch (p->c_type) {
-        case MKG_DTYPE_BF16: mkg_epilogue_direct_as<WN, SWAP, MKG_DTYPE_BF16>(p, m, d, x0, y0); break;
-        case MKG_DTYPE_FP16: mkg_epilogue_direct_as<WN, SWAP, MKG_DTYPE_FP16>(p, m, d, x0, y0); break;
-        default:             mkg_epilogue_direct_as<WN, SWAP, MKG_DTYPE_FP32>(p, m, d, x0, y0); break;
-        }
-        MKG_PROBE_EPI();
-        if (p->deps.done)
-            mkg_epilogue_signal<WN, SWAP>(p, m, x0, y0, wg);
     }
 }
 

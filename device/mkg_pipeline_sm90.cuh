@@ -58,6 +58,8 @@ typedef struct mkg_ring {
     uint32_t epi;       /* consumer: epilogue chunks stored so far (picks the staging buffer) */
     uint32_t dep;       /* producers: dependency waits passed so far (the first publishes it in sm->dep) */
     uint32_t fills;     /* producer: stages filled in this layout (counted per unit by mkg_gemm_produce_rest) */
+    unsigned int *pend; /* consumer issuing thread: the counter of a deferred count (MKG_EPI_DEFER_COUNT) */
+    uint32_t pend_n;    /* and its elements */
 } mkg_ring;
 
 static __device__ __forceinline__ mkg_ring mkg_ring_start(void)
@@ -69,6 +71,8 @@ static __device__ __forceinline__ mkg_ring mkg_ring_start(void)
     r.epi = 0;
     r.dep = 0;
     r.fills = 0;
+    r.pend = nullptr;
+    r.pend_n = 0;
     return r;
 }
 

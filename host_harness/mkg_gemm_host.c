@@ -251,6 +251,11 @@ mkg_status mkg_gemm_launch_ex(const mkg_gemm_op *op, int s, int grid, unsigned i
     mkg_status st = mkg_schedule_check(&op->desc, s);
     if (st != MKG_OK)
         return st;
+    /* The shipped kernels compile no fused epilogue or dependency count for rows with wgmma N > 128
+     * (mkg_schedule_check lets megakernel layers of one chunk have them: MKG_DISPATCH_WIDE). */
+    if (mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN &&
+        (op->desc.epilogue != MKG_EPI_STORE || op->desc.deps.done))
+        return MKG_ERR_SCHEDULE_INELIGIBLE;
     if (grid < 0)
         return MKG_ERR_BAD_GRID;
     if ((flags & ~(MKG_LAUNCH_FLAG_PDL | MKG_LAUNCH_FLAG_GENERIC_EPILOGUE)) != 0u)

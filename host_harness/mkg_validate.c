@@ -162,8 +162,13 @@ mkg_status mkg_schedule_check(const mkg_gemm_desc *d, int s)
     if (info->cluster > 1 && d->deps.wait)
         return MKG_ERR_SCHEDULE_INELIGIBLE;
     const int needs_chunk_row = chunks > 1 || d->epilogue != MKG_EPI_STORE || d->deps.done || d->a_block_scales;
-    if (needs_chunk_row &&
-        (mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN || mkg_schedule_shipped_only(s) || info->pingpong))
+    if (needs_chunk_row && (mkg_schedule_shipped_only(s) || info->pingpong))
+        return MKG_ERR_SCHEDULE_INELIGIBLE;
+    /* Rows with wgmma N > 128 do not fold chunks. On a layer of one chunk that counts megakernel
+     * dependencies (deps.done), a dispatcher built with MKG_DISPATCH_WIDE (the sample megakernel)
+     * runs them with the fused epilogues and the count; mkg_gemm_launch_ex refuses such a layer. */
+    if (needs_chunk_row && mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN &&
+        (chunks > 1 || d->a_block_scales || !d->deps.done))
         return MKG_ERR_SCHEDULE_INELIGIBLE;
     return MKG_OK;
 }

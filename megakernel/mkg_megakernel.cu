@@ -25,6 +25,14 @@ static __device__ __forceinline__ void mkg_mk_phase_mark(int point);
 #define MKG_PROBE_EPI() mkg_mk_phase_mark(-1)
 #endif
 
+// The megakernel's GEMM paths (device/mkg_epilogue_sm90.cuh): rows with wgmma N > 128 on layers of
+// one K chunk (v101), staged fused and counted epilogues (v102), each count deferred to the
+// warpgroup's next epilogue or the task's end (v102b).
+#define MKG_DISPATCH_WIDE 1
+#define MKG_EPI_STAGED_FUSED 1
+#define MKG_EPI_DEFER_COUNT 1
+#define MKG_EPI_OT_ONLY MKG_DTYPE_BF16      // every megakernel GEMM stores bf16 (mkg_megakernel_host.c)
+
 #include "mkg_deps_sm90.cuh"
 #include "mkg_dispatch_sm90.cuh"
 #include "mkg_megakernel.h"

@@ -315,6 +315,45 @@ TEST(Validate, ChunkedKNeedsAChunkCapableSchedule)
     }
 }
 
+// Rows with wgmma N > 128 do not fold chunks. A fused epilogue or a dependency count takes them
+// only on a layer of one chunk without block scales that counts megakernel dependencies (the
+// megakernel's dispatcher, built with MKG_DISPATCH_WIDE, runs those); ping-pong and cluster rows
+// never.
+TEST(Validate, WideRowsTakeFusedEpiloguesOnlyOnMegakernelLayersOfOneChunk)
+{
+    mkg_gemm_desc d = valid_desc();
+    d.k = d.lda = d.ldb = 2048;
+    d.kc = 2048;
+    int wide = 0;
+    for (int s = 0; s < MKG_SCHED_COUNT; ++s) {
+        if (mkg_schedule_cluster_k(s) > 1)
+            continue;                                  // cluster split-K: ClusterSplitK... below
+        const bool is_wide = mkg_schedule_wgmma_n(s) > MKG_CHUNKED_MAX_WN;
+        wide += is_wide && !one_chunk_only(s);
+        const char *name = mkg_schedule_get(s)->name;
+        d.kc = 2048;
+        d.deps = mkg_gemm_deps{};
+        d.epilogue = MKG_EPI_RESIDUAL;                 // fused, outside a megakernel
+        d.aux = reinterpret_cast<const void *>(0x50000);
+        d.ld_aux = d.ldc;
+        ASSERT_EQ(mkg_gemm_validate(&d), MKG_OK);
+        EXPECT_EQ(mkg_schedule_check(&d, s),
+                  is_wide || one_chunk_only(s) ? MKG_ERR_SCHEDULE_INELIGIBLE : MKG_OK) << name << " residual";
+        d.deps.done = reinterpret_cast<unsigned int *>(0x40000);   // the same in a megakernel
+        EXPECT_EQ(mkg_schedule_check(&d, s), one_chunk_only(s) ? MKG_ERR_SCHEDULE_INELIGIBLE : MKG_OK)
+            << name << " residual, counted";
+        d.epilogue = MKG_EPI_STORE;                    // a plain store that counts
+        d.aux = nullptr;
+        d.ld_aux = 0;
+        EXPECT_EQ(mkg_schedule_check(&d, s), one_chunk_only(s) ? MKG_ERR_SCHEDULE_INELIGIBLE : MKG_OK)
+            << name << " counted";
+        d.kc = 1024;                                   // two chunks: the fold rows only
+        EXPECT_EQ(mkg_schedule_check(&d, s),
+                  is_wide || one_chunk_only(s) ? MKG_ERR_SCHEDULE_INELIGIBLE : MKG_OK) << name << " two chunks";
+    }
+    EXPECT_GE(wide, 2) << "the table has cooperative rows with wgmma N > 128 (m128n256, m128n192)";
+}
+
 // Cluster split-K rows: at least one chunk per CTA of the cluster, a peer's chunk partials fit
 // past its ring (2 warpgroups x 64 x WN fp32 per chunk), and no megakernel dependencies.
 TEST(Validate, ClusterSplitKNeedsAChunkPerCtaAndRoomForPartials)

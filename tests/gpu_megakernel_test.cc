@@ -16,6 +16,7 @@
 
 #include "mkg_mk_runner.h"
 #include "mkg_mk_test_shims.h"
+#include "mkg_schedules.h"
 #include "mkg_test_shims.h"
 
 namespace {
@@ -175,6 +176,42 @@ TEST_F(Megakernel, LogitsAreBatchInvariant)
                     << "logits of sequence 0 at position " << pos << " differ between batch 1 and batch " << batch;
         }
     mkg_mk_runner_destroy(r);
+}
+
+// Rows with wgmma N > 128 on the one-chunk layers (MKG_DISPATCH_WIDE: one unit per step, the
+// epilogue straight from the accumulators, no chunk fold), with their fused epilogues (SiLU-mul,
+// residual) and dependency counts: forced on qkv, o and gate_up in every M bucket, prefill and
+// decode steps give the same logits, bit for bit, as the planner's rows.
+TEST_F(Megakernel, WideRowsKeepTheBits)
+{
+    const mkg_model_config c = test_config(2);
+    mkg_mk_runner *base = nullptr, *wide = nullptr;
+    ASSERT_EQ(mkg_mk_runner_create(&c, &base), 0);
+    setenv("MKG_MK_FORCE", "qkv:m128n192k64_s4_rm_g8@4096,o:m128n256k64_s4_rm_g8@4096,gate_up:m128n256k64_s4_rm_g8@4096",
+           1);
+    const int made = mkg_mk_runner_create(&c, &wide);
+    unsetenv("MKG_MK_FORCE");
+    ASSERT_EQ(made, 0);
+    const mkg_layer_plan *plans = mkg_mk_plans(mkg_mk_runner_mk(wide));
+    for (int row = 0; row < 3; ++row)               // layer 0's qkv, o, gate_up (mkg_mk_graph.h)
+        for (int m : {1, 8, 100, 512})
+            EXPECT_GT(mkg_schedule_wgmma_n(plans[row].schedule[mkg_bucket_of(m)]), MKG_CHUNKED_MAX_WN)
+                << "table row " << row << " M " << m << ": the forced wide row did not take (not one K chunk?)";
+    const mkg_mk_case cases[] = {{"prefill", 512, 0, 1}, {"prefill", 100, 64, 1}, {"decode", 8, 40, 1}};
+    for (const mkg_mk_case &k : cases) {
+        const int rows[] = {0, k.tokens - 1};
+        std::vector<unsigned short> want[2], got[2];
+        ASSERT_NO_FATAL_FAILURE(step_logits(base, k, 7, rows, 2, want));
+        ASSERT_NO_FATAL_FAILURE(step_logits(wide, k, 7, rows, 2, got));
+        for (int i = 0; i < 2; ++i) {
+            EXPECT_EQ(std::count(want[i].begin(), want[i].end(), (unsigned short)0xFFFFu), 0)
+                << k.phase << " " << k.tokens << " tokens: logits row " << rows[i] << " not written";
+            EXPECT_EQ(memcmp(want[i].data(), got[i].data(), got[i].size() * 2), 0)
+                << k.phase << " " << k.tokens << " tokens, logits row " << rows[i] << ": wide rows differ";
+        }
+    }
+    mkg_mk_runner_destroy(wide);
+    mkg_mk_runner_destroy(base);
 }
 
 // MKG_MK_OPT_TWO_PRODUCERS (two threads fill alternate ring slots, one of them polls the
