@@ -126,16 +126,10 @@ static __device__ __forceinline__ float mkg_load1_cg(const void *a, long long id
 // and column 0 is Y index y0. m is the current M. Under MKG_EPI_RESIDUAL the residual
 // p->aux is added before rounding.
 // NOTE: a runtime flag, not a template: a second instantiation spilled in chunked kernels.
-// NOTE: the residual is read in batches of MKG_EPI_RES_BATCH fragment columns, all loads of a
-// batch before its stores: a load after a store (aux may be C itself) cannot pass it, so with
-// one load per store the residual tile cost one L2 round trip per pair, 32 in a row for
-// wgmma N = 128 (~13 us of o's and ~18 us of down's epilogue at prefill 2048; v100).
-#define MKG_EPI_RES_BATCH 4
 template <int WN, int SWAP, int OT>
 static __device__ __forceinline__ void mkg_epilogue_store_as(const mkg_gemm_params *p, int m, const float *d,
                                                              int x0, int y0)
 {
-    constexpr int G = WN / 8 < MKG_EPI_RES_BATCH ? WN / 8 : MKG_EPI_RES_BATCH;
     const int t = threadIdx.x & 127;
     const int lane = t & 31;
     const int xr = x0 + (t >> 5) * 16 + (lane >> 2);
@@ -147,57 +141,41 @@ static __device__ __forceinline__ void mkg_epilogue_store_as(const mkg_gemm_para
     const long long ldr = p->ld_aux;
     const void *aux = p->aux;
 #pragma unroll
-    for (int j0 = 0; j0 < WN / 8; j0 += G) {
-        // The batch's residual values (zeros where nothing is stored), then its stores.
-        float2 rv[G][2];
+    for (int j = 0; j < WN / 8; ++j) {
+        const int y = yc + 8 * j;
 #pragma unroll
-        for (int jj = 0; jj < G && j0 + jj < WN / 8; ++jj) {   // the last batch may be short
-            const int y = yc + 8 * (j0 + jj);
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int x = xr + 8 * h;
-                rv[jj][h] = make_float2(0.0f, 0.0f);
-                if (!res)
-                    continue;
-                if constexpr (!SWAP) {
-                    if (x < m && y + 1 < n)
-                        rv[jj][h] = mkg_load2_cg<OT>(aux, (long long)x * ldr + y);
-                    else if (x < m && y < n)
-                        rv[jj][h].x = mkg_load1_cg<OT>(aux, (long long)x * ldr + y);
-                } else if (x < n) {
-                    if (y < m)
-                        rv[jj][h].x = mkg_load1_cg<OT>(aux, (long long)y * ldr + x);
-                    if (y + 1 < m)
-                        rv[jj][h].y = mkg_load1_cg<OT>(aux, (long long)(y + 1) * ldr + x);
-                }
-            }
-        }
-#pragma unroll
-        for (int jj = 0; jj < G && j0 + jj < WN / 8; ++jj) {
-            const int j = j0 + jj, y = yc + 8 * j;
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int x = xr + 8 * h;
-                float v0 = d[4 * j + 2 * h];
-                float v1 = d[4 * j + 2 * h + 1];
-                if (res)
-                    v0 += rv[jj][h].x, v1 += rv[jj][h].y;
-                if constexpr (!SWAP) {
-                    // X = row of C (m), Y = column of C (n)
-                    if (x < m) {
-                        const long long base = (long long)x * ldc + y;
-                        if (y + 1 < n)
-                            mkg_store2<OT>(c, base, v0, v1);
-                        else if (y < n)
-                            mkg_store1<OT>(c, base, v0);
+        for (int h = 0; h < 2; ++h) {
+            const int x = xr + 8 * h;
+            float v0 = d[4 * j + 2 * h];
+            float v1 = d[4 * j + 2 * h + 1];
+            if constexpr (!SWAP) {
+                // X = row of C (m), Y = column of C (n)
+                if (x < m) {
+                    const long long base = (long long)x * ldc + y;
+                    if (y + 1 < n) {
+                        if (res) {
+                            const float2 rv = mkg_load2_cg<OT>(aux, (long long)x * ldr + y);
+                            v0 += rv.x, v1 += rv.y;
+                        }
+                        mkg_store2<OT>(c, base, v0, v1);
+                    } else if (y < n) {
+                        if (res)
+                            v0 += mkg_load1_cg<OT>(aux, (long long)x * ldr + y);
+                        mkg_store1<OT>(c, base, v0);
                     }
-                } else {
-                    // X = column of C (n), Y = row of C (m)
-                    if (x < n) {
-                        if (y < m)
-                            mkg_store1<OT>(c, (long long)y * ldc + x, v0);
-                        if (y + 1 < m)
-                            mkg_store1<OT>(c, (long long)(y + 1) * ldc + x, v1);
+                }
+            } else {
+                // X = column of C (n), Y = row of C (m)
+                if (x < n) {
+                    if (y < m) {
+                        if (res)
+                            v0 += mkg_load1_cg<OT>(aux, (long long)y * ldr + x);
+                        mkg_store1<OT>(c, (long long)y * ldc + x, v0);
+                    }
+                    if (y + 1 < m) {
+                        if (res)
+                            v1 += mkg_load1_cg<OT>(aux, (long long)(y + 1) * ldr + x);
+                        mkg_store1<OT>(c, (long long)(y + 1) * ldc + x, v1);
                     }
                 }
             }
