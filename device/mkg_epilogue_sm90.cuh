@@ -351,7 +351,8 @@ static __device__ __forceinline__ void mkg_epilogue_chunk_res_to_smem(const mkg_
     for (int jj = 0; jj < E::CW / 8; ++jj)
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-            rv[jj][h] = mkg_res_raw<OT>::load(p->aux, (long long)(x0 + xr + 8 * h) * ldr + y0 + ch * E::CW + 8 * jj + yc);
+            rv[jj][h] = mkg_res_raw<OT>::load(p->aux,
+                                              (long long)(x0 + xr + 8 * h) * ldr + y0 + ch * E::CW + 8 * jj + yc);
 #pragma unroll
     for (int jj = 0; jj < E::CW / 8; ++jj) {
         const int j = ch * (E::CW / 8) + jj;
@@ -681,9 +682,15 @@ static __device__ __forceinline__ void mkg_epilogue_store(const mkg_gemm_params 
         mkg_epilogue_store_one<WN, SWAP, NB, MKG_EPI_OT_ONLY>(p, m, d, x0, y0, r, epi_base, wg);
     } else {
         switch (p->c_type) {
-        case MKG_DTYPE_BF16: mkg_epilogue_store_one<WN, SWAP, NB, MKG_DTYPE_BF16>(p, m, d, x0, y0, r, epi_base, wg); break;
-        case MKG_DTYPE_FP16: mkg_epilogue_store_one<WN, SWAP, NB, MKG_DTYPE_FP16>(p, m, d, x0, y0, r, epi_base, wg); break;
-        default:             mkg_epilogue_store_one<WN, SWAP, NB, MKG_DTYPE_FP32>(p, m, d, x0, y0, r, epi_base, wg); break;
+        case MKG_DTYPE_BF16:
+            mkg_epilogue_store_one<WN, SWAP, NB, MKG_DTYPE_BF16>(p, m, d, x0, y0, r, epi_base, wg);
+            break;
+        case MKG_DTYPE_FP16:
+            mkg_epilogue_store_one<WN, SWAP, NB, MKG_DTYPE_FP16>(p, m, d, x0, y0, r, epi_base, wg);
+            break;
+        default:
+            mkg_epilogue_store_one<WN, SWAP, NB, MKG_DTYPE_FP32>(p, m, d, x0, y0, r, epi_base, wg);
+            break;
         }
     }
 }

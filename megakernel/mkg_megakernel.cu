@@ -68,8 +68,8 @@ static __device__ __forceinline__ int mkg_mk_first(int me, int base)
 // input was complete (0 for GEMM units, whose producer stamps it in deps.stamps); phases: the
 // decode attention op's step ends (0 otherwise).
 static __device__ __forceinline__ void mkg_mk_stamp(const mkg_mk_args *a, int *k, int task, int item, uint64_t t0,
-                                                    uint64_t t_ready, const volatile unsigned long long *phase = nullptr,
-                                                    int phases = 3)
+                                                    uint64_t t_ready,
+                                                    const volatile unsigned long long *phase = nullptr, int phases = 3)
 {
     if (a->timeline && *k < a->timeline_cap) {
         unsigned long long *e = a->timeline + ((size_t)blockIdx.x * a->timeline_cap + *k) * MKG_MK_STAMP_WORDS;

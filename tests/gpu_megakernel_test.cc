@@ -187,8 +187,8 @@ TEST_F(Megakernel, WideRowsKeepTheBits)
     const mkg_model_config c = test_config(2);
     mkg_mk_runner *base = nullptr, *wide = nullptr;
     ASSERT_EQ(mkg_mk_runner_create(&c, &base), 0);
-    setenv("MKG_MK_FORCE", "qkv:m128n192k64_s4_rm_g8@4096,o:m128n256k64_s4_rm_g8@4096,gate_up:m128n256k64_s4_rm_g8@4096",
-           1);
+    setenv("MKG_MK_FORCE",
+           "qkv:m128n192k64_s4_rm_g8@4096,o:m128n256k64_s4_rm_g8@4096,gate_up:m128n256k64_s4_rm_g8@4096", 1);
     const int made = mkg_mk_runner_create(&c, &wide);
     unsetenv("MKG_MK_FORCE");
     ASSERT_EQ(made, 0);
