@@ -91,21 +91,37 @@ static __device__ __forceinline__ void mkg_store2(void *c, long long idx, float 
 }
 
 // Residual values read through L2 (a megakernel's other SMs wrote them this launch).
+// A residual pair as loaded (two 16-bit values in one word, fp32 in two), and its two values.
+template <int OT>
+struct mkg_res_raw {
+    typedef unsigned int type;
+    static __device__ __forceinline__ type load(const void *a, long long idx)
+    {
+        return __ldcg((const unsigned int *)((const unsigned short *)a + idx));
+    }
+    static __device__ __forceinline__ float2 get(type u)
+    {
+        if constexpr (OT == MKG_DTYPE_BF16)
+            return __bfloat1622float2(*(const __nv_bfloat162 *)&u);
+        else
+            return __half22float2(*(const __half2 *)&u);
+    }
+};
+
+template <>
+struct mkg_res_raw<MKG_DTYPE_FP32> {
+    typedef float2 type;
+    static __device__ __forceinline__ type load(const void *a, long long idx)
+    {
+        return __ldcg((const float2 *)((const float *)a + idx));
+    }
+    static __device__ __forceinline__ float2 get(type v) { return v; }
+};
+
 template <int OT>
 static __device__ __forceinline__ float2 mkg_load2_cg(const void *a, long long idx)
 {
-    if constexpr (OT == MKG_DTYPE_FP32) {
-        return __ldcg((const float2 *)((const float *)a + idx));
-    } else {
-        const unsigned int u = __ldcg((const unsigned int *)((const unsigned short *)a + idx));
-        if constexpr (OT == MKG_DTYPE_BF16) {
-            __nv_bfloat162 h = *(const __nv_bfloat162 *)&u;
-            return __bfloat1622float2(h);
-        } else {
-            __half2 h = *(const __half2 *)&u;
-            return __half22float2(h);
-        }
-    }
+    return mkg_res_raw<OT>::get(mkg_res_raw<OT>::load(a, idx));
 }
 
 template <int OT>
@@ -273,33 +289,6 @@ static __device__ __forceinline__ void mkg_epilogue_chunk_to_smem(const float *d
         }
     }
 }
-
-// A residual pair as loaded through L2 (mkg_load2_cg's load), and its two values.
-template <int OT>
-struct mkg_res_raw {
-    typedef unsigned int type;
-    static __device__ __forceinline__ type load(const void *a, long long idx)
-    {
-        return __ldcg((const unsigned int *)((const unsigned short *)a + idx));
-    }
-    static __device__ __forceinline__ float2 get(type u)
-    {
-        if constexpr (OT == MKG_DTYPE_BF16)
-            return __bfloat1622float2(*(const __nv_bfloat162 *)&u);
-        else
-            return __half22float2(*(const __half2 *)&u);
-    }
-};
-
-template <>
-struct mkg_res_raw<MKG_DTYPE_FP32> {
-    typedef float2 type;
-    static __device__ __forceinline__ type load(const void *a, long long idx)
-    {
-        return __ldcg((const float2 *)((const float *)a + idx));
-    }
-    static __device__ __forceinline__ float2 get(type v) { return v; }
-};
 
 static __device__ __forceinline__ float mkg_silu_mul(float gate, float up);
 
@@ -595,10 +584,20 @@ static __device__ __forceinline__ bool mkg_epilogue_fused_staged_as(const mkg_ge
     return false;
 }
 
+// The issuing thread's count left in r: waits until its TMA stores are complete, orders them
+// before its generic accesses, then adds the elements with release (mkg_dep_signal).
+static __device__ __forceinline__ void mkg_epilogue_publish(mkg_ring *r)
+{
+    mkg_bulk_wait_group<0>();
+    mkg_fence_proxy_async_global();
+    mkg_dep_signal(r->pend, 0, r->pend_n);
+    r->pend = nullptr;
+}
+
 // After mkg_epilogue_fused_staged_as: the warpgroup's issuing thread (the only one whose bulk groups
 // hold the tile) waits until its stores are complete, orders them before its generic accesses, and
 // counts the elements as mkg_epilogue_signal does.
-// MKG_EPI_DEFER_COUNT: the count is left in r (pend, pend_n) for mkg_epilogue_flush.
+// MKG_EPI_DEFER_COUNT: the count stays in r (pend, pend_n) for mkg_epilogue_flush.
 template <int WN>
 static __device__ __forceinline__ void mkg_epilogue_signal_staged(const mkg_gemm_params *p, int m, int x0, int y0,
                                                                   mkg_ring *r)
@@ -611,14 +610,10 @@ static __device__ __forceinline__ void mkg_epilogue_signal_staged(const mkg_gemm
         cols /= 2;
     if (rows <= 0 || cols <= 0)
         return;
-    if constexpr (MKG_EPI_DEFER_COUNT) {
-        r->pend = p->deps.done + x0 / MKG_DEP_ROWS;
-        r->pend_n = (uint32_t)(rows * cols);
-        return;
-    }
-    mkg_bulk_wait_group<0>();
-    mkg_fence_proxy_async_global();
-    mkg_dep_signal(p->deps.done, x0 / MKG_DEP_ROWS, (unsigned int)(rows * cols));
+    r->pend = p->deps.done + x0 / MKG_DEP_ROWS;
+    r->pend_n = (uint32_t)(rows * cols);
+    if constexpr (!MKG_EPI_DEFER_COUNT)
+        mkg_epilogue_publish(r);
 }
 
 // MKG_EPI_DEFER_COUNT: the warpgroup's issuing thread publishes a deferred count (its stores,
@@ -626,12 +621,8 @@ static __device__ __forceinline__ void mkg_epilogue_signal_staged(const mkg_gemm
 static __device__ __forceinline__ void mkg_epilogue_flush(mkg_ring *r)
 {
     if constexpr (MKG_EPI_DEFER_COUNT) {
-        if ((threadIdx.x & 127) == 0 && r->pend) {
-            mkg_bulk_wait_group<0>();
-            mkg_fence_proxy_async_global();
-            mkg_dep_signal(r->pend, 0, r->pend_n);
-            r->pend = nullptr;
-        }
+        if ((threadIdx.x & 127) == 0 && r->pend)
+            mkg_epilogue_publish(r);
     }
 }
 
