@@ -291,6 +291,7 @@ static __device__ __forceinline__ void mkg_epilogue_chunk_to_smem(const float *d
 }
 
 static __device__ __forceinline__ float mkg_silu_mul(float gate, float up);
+static __device__ __forceinline__ void mkg_epilogue_flush(mkg_ring *r);
 
 // Output chunk ch of a SiLU-mul tile (not swapped): 64 rows x CW output columns of the 64 x WN / 2
 // output tile, computed from the accumulators as they are written (no second register tile).
@@ -320,12 +321,23 @@ static __device__ __forceinline__ void mkg_epilogue_chunk_silu_to_smem(const flo
     }
 }
 
-// mkg_epilogue_chunk_to_smem (not swapped) with the residual p->aux added: the chunk's residual
-// pairs are loaded first, one L2 round trip a chunk, and added as mkg_epilogue_store_as adds them
-// (the same bits). The tile lies wholly inside C (the staged path's condition).
+// The residual words of a warpgroup tile (not swapped) as loaded (mkg_res_raw: two 16-bit values
+// in one word, fp32 two words): chunk ch's pairs of thread t at v[ch % D], D chunks in flight.
+// v103: D = CHUNKS where that costs at most 64 registers (16-bit outputs: every chunk, so the tile
+// pays one L2 round trip instead of one per chunk), else the chunks go through D slots in turn.
 template <int WN, int OT>
-static __device__ __forceinline__ void mkg_epilogue_chunk_res_to_smem(const mkg_gemm_params *p, const float *d, int ch,
-                                                                      uint32_t buf, int x0, int y0)
+struct mkg_epi_res {
+    typedef mkg_epi_shape<WN, 0, OT> E;
+    typedef typename mkg_res_raw<OT>::type raw_t;
+    static constexpr int REGS = (E::CW / 8) * 2 * (int)(sizeof(raw_t) / 4);   // per chunk
+    static constexpr int D = E::CHUNKS < 1 ? 1 : 64 / REGS >= E::CHUNKS ? E::CHUNKS : 64 / REGS > 1 ? 64 / REGS : 1;
+    raw_t v[D][E::CW / 8][2];
+};
+
+// Issues the loads of chunk ch's residual pairs into slot ch % D.
+template <int WN, int OT>
+static __device__ __forceinline__ void mkg_epilogue_chunk_res_load(const mkg_gemm_params *p, int ch, int x0, int y0,
+                                                                   mkg_epi_res<WN, OT> *rs)
 {
     typedef mkg_epi_shape<WN, 0, OT> E;
     const int t = threadIdx.x & 127;
@@ -333,22 +345,33 @@ static __device__ __forceinline__ void mkg_epilogue_chunk_res_to_smem(const mkg_
     const int xr = (t >> 5) * 16 + (lane >> 2);
     const int yc = 2 * (lane & 3);
     const long long ldr = p->ld_aux;
-    // The pairs as loaded (two 16-bit values in one word; fp32 two words): half the registers.
-    typedef typename mkg_res_raw<OT>::type raw_t;
-    raw_t rv[E::CW / 8][2];
 #pragma unroll
     for (int jj = 0; jj < E::CW / 8; ++jj)
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-            rv[jj][h] = mkg_res_raw<OT>::load(p->aux,
-                                              (long long)(x0 + xr + 8 * h) * ldr + y0 + ch * E::CW + 8 * jj + yc);
+            rs->v[ch % mkg_epi_res<WN, OT>::D][jj][h] =
+                mkg_res_raw<OT>::load(p->aux, (long long)(x0 + xr + 8 * h) * ldr + y0 + ch * E::CW + 8 * jj + yc);
+}
+
+// mkg_epilogue_chunk_to_smem (not swapped) with the residual added from slot ch % D (loaded by
+// mkg_epilogue_chunk_res_load), as mkg_epilogue_store_as adds it (the same bits). The tile lies
+// wholly inside C (the staged path's condition).
+template <int WN, int OT>
+static __device__ __forceinline__ void mkg_epilogue_chunk_res_to_smem(const float *d, int ch, uint32_t buf,
+                                                                      const mkg_epi_res<WN, OT> *rs)
+{
+    typedef mkg_epi_shape<WN, 0, OT> E;
+    const int t = threadIdx.x & 127;
+    const int lane = t & 31;
+    const int xr = (t >> 5) * 16 + (lane >> 2);
+    const int yc = 2 * (lane & 3);
 #pragma unroll
     for (int jj = 0; jj < E::CW / 8; ++jj) {
         const int j = ch * (E::CW / 8) + jj;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const uint32_t a = buf + mkg_sw128_offset(xr + 8 * h, (8 * jj + yc) * E::OSZ);
-            const float2 r2 = mkg_res_raw<OT>::get(rv[jj][h]);
+            const float2 r2 = mkg_res_raw<OT>::get(rs->v[ch % mkg_epi_res<WN, OT>::D][jj][h]);
             const float v0 = d[4 * j + 2 * h] + r2.x, v1 = d[4 * j + 2 * h + 1] + r2.y;
             if constexpr (OT == MKG_DTYPE_FP32)
                 mkg_st_shared_v2_b32(a, __float_as_uint(v0), __float_as_uint(v1));
@@ -377,13 +400,17 @@ static __device__ __forceinline__ void mkg_epilogue_chunk_store(const mkg_gemm_p
 #define MKG_EPI_CHUNK_SILU 2                /* mkg_epilogue_chunk_silu_to_smem: WN is the output's */
 
 template <int WN, int SWAP, int OT, int MODE>
-static __device__ __forceinline__ void mkg_epilogue_chunk_write(const mkg_gemm_params *p, const float *d, int ch,
-                                                                uint32_t buf, int x0, int y0)
+static __device__ __forceinline__ void mkg_epilogue_chunk_write(const float *d, int ch, uint32_t buf,
+                                                                mkg_epi_res<WN, OT> *rs, const mkg_gemm_params *p,
+                                                                int x0, int y0)
 {
     static_assert(MODE == MKG_EPI_CHUNK_PLAIN || !SWAP, "fused staged chunks are for tiles that are not swapped");
-    if constexpr (MODE == MKG_EPI_CHUNK_RES)
-        mkg_epilogue_chunk_res_to_smem<WN, OT>(p, d, ch, buf, x0, y0);
-    else if constexpr (MODE == MKG_EPI_CHUNK_SILU)
+    if constexpr (MODE == MKG_EPI_CHUNK_RES) {
+        mkg_epilogue_chunk_res_to_smem<WN, OT>(d, ch, buf, rs);
+        // The slot is free again: the chunk D further on takes it (its words fly during this chunk's store).
+        if (ch + mkg_epi_res<WN, OT>::D < mkg_epi_shape<WN, 0, OT>::CHUNKS)
+            mkg_epilogue_chunk_res_load<WN, OT>(p, ch + mkg_epi_res<WN, OT>::D, x0, y0, rs);
+    } else if constexpr (MODE == MKG_EPI_CHUNK_SILU)
         mkg_epilogue_chunk_silu_to_smem<2 * WN, OT>(d, ch, buf);
     else
         mkg_epilogue_chunk_to_smem<WN, SWAP, OT>(d, ch, buf);
@@ -391,6 +418,9 @@ static __device__ __forceinline__ void mkg_epilogue_chunk_write(const mkg_gemm_p
 
 // MODE: the chunk writer (mkg_epilogue_chunk_write); under MKG_EPI_CHUNK_SILU, WN and y0 are the
 // output tile's (half the accumulator tile's) and d holds the accumulators.
+// Under MKG_EPI_CHUNK_RES the first D chunks' residual words are loaded before anything waits, and
+// the warpgroup's deferred count (mkg_epilogue_flush) is published while they are in flight; the
+// other modes publish it first.
 template <int WN, int SWAP, int OT, int NB, int MODE = MKG_EPI_CHUNK_PLAIN>
 static __device__ __forceinline__ void mkg_epilogue_staged_as(const mkg_gemm_params *p, const float *d, int x0,
                                                               int y0, mkg_ring *r, uint32_t base, int wg)
@@ -400,6 +430,13 @@ static __device__ __forceinline__ void mkg_epilogue_staged_as(const mkg_gemm_par
     const bool issuer = (threadIdx.x & 127) == 0;
     const int bar = MKG_LAUNCH_BAR_EPI + wg;
     const uint32_t mine = base + (uint32_t)(wg * NB) * MKG_EPI_BUF_BYTES;
+    mkg_epi_res<WN, OT> rs;
+    if constexpr (MODE == MKG_EPI_CHUNK_RES) {
+#pragma unroll
+        for (int ch = 0; ch < mkg_epi_res<WN, OT>::D; ++ch)
+            mkg_epilogue_chunk_res_load<WN, OT>(p, ch, x0, y0, &rs);
+    }
+    mkg_epilogue_flush(r);
     if constexpr (NB >= E::CHUNKS) {
         // The last NB - CHUNKS stores may still read; the ones before them used our buffers.
         if (issuer)
@@ -407,9 +444,8 @@ static __device__ __forceinline__ void mkg_epilogue_staged_as(const mkg_gemm_par
         mkg_bar_sync(bar, 128);
 #pragma unroll
         for (int ch = 0; ch < E::CHUNKS; ++ch) {
-            mkg_epilogue_chunk_write<WN, SWAP, OT, MODE>(p, d, ch,
-                                                         mine + (uint32_t)((r->epi + ch) % NB) * MKG_EPI_BUF_BYTES,
-                                                         x0, y0);
+            mkg_epilogue_chunk_write<WN, SWAP, OT, MODE>(
+                d, ch, mine + (uint32_t)((r->epi + ch) % NB) * MKG_EPI_BUF_BYTES, &rs, p, x0, y0);
         }
         mkg_fence_proxy_async_shared();
         mkg_bar_sync(bar, 128);
@@ -429,7 +465,7 @@ static __device__ __forceinline__ void mkg_epilogue_staged_as(const mkg_gemm_par
             if (issuer)
                 mkg_bulk_wait_group_read<NB - 1>();
             mkg_bar_sync(bar, 128);
-            mkg_epilogue_chunk_write<WN, SWAP, OT, MODE>(p, d, ch, buf, x0, y0);
+            mkg_epilogue_chunk_write<WN, SWAP, OT, MODE>(d, ch, buf, &rs, p, x0, y0);
             mkg_fence_proxy_async_shared();
             mkg_bar_sync(bar, 128);
             if (issuer)
@@ -646,7 +682,6 @@ static __device__ __forceinline__ void mkg_epilogue_store_one(const mkg_gemm_par
     // refuses other rows for them) unless MKG_DISPATCH_WIDE: in the shipped kernel's
     // 128-accumulator rows the extra paths spilled.
     if constexpr (WN <= MKG_CHUNKED_MAX_WN || MKG_DISPATCH_WIDE) {
-        mkg_epilogue_flush(r);
         if constexpr (!SWAP && MKG_EPI_STAGED_FUSED) {
             if (mkg_epilogue_fused_staged_as<WN, T, NB>(p, m, d, x0, y0, r, epi_base, wg)) {
                 MKG_PROBE_EPI();
@@ -655,6 +690,7 @@ static __device__ __forceinline__ void mkg_epilogue_store_one(const mkg_gemm_par
                 return;
             }
         }
+        mkg_epilogue_flush(r);
         mkg_epilogue_direct_as<WN, SWAP, T>(p, m, d, x0, y0);
         MKG_PROBE_EPI();
         if (p->deps.done)
