@@ -215,11 +215,18 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
             const int qkv_n = mkg_model_qkv_n(c);
             const __nv_bfloat16 *qkv = (const __nv_bfloat16 *)a->qkv + (size_t)op->layer * c->max_tokens * qkv_n;
             const int g = pair % c->kv_heads, t = pair / c->kv_heads;
-            if (a->prefill)
+            if (a->prefill) {
+                mkg_op_rope_once once;
+                once.flags = a->rope_ctr + (size_t)op->layer * a->rb_max * c->kv_heads;
+                once.kvh = c->kv_heads;
+                once.stall = a->stall;
+                once.tag = (unsigned int)task;
+                once.timeout_ns = a->timeout_ns;
                 mkg_op_attention_prefill(c, op->layer, qkv, 64 * t, r1 - 64 * t, a->pos0, g,
                                          (__nv_bfloat16 *)a->k_cache, (__nv_bfloat16 *)a->v_cache,
-                                         (__nv_bfloat16 *)a->attn, scratch, tid, MKG_MK_BAR);
-            else
+                                         (__nv_bfloat16 *)a->attn, scratch, tid, MKG_MK_BAR,
+                                         (a->opts & MKG_MK_OPT_ROPE_ONCE) ? &once : nullptr);
+            } else
                 stored = mkg_op_attention_decode(
                     c, op->layer, qkv, t, t, __ldg(a->pos + t), g, (__nv_bfloat16 *)a->k_cache,
                     (__nv_bfloat16 *)a->v_cache, (__nv_bfloat16 *)a->attn, scratch, tid, MKG_MK_BAR,

@@ -69,13 +69,17 @@ extern "C" {
                                            ignored with TWO_PRODUCERS; off: v97f +9 us at decode b1 (H100) */
 #define MKG_MK_OPT_NORM_ROWS_16 8388608u /* norm items of 16 rows instead of 64 (mkg_mk_norm_item_rows): a 64-row
                                            norm runs on four CTAs (v99; off: decode b64 +9%, prefill 512 +7%) */
+#define MKG_MK_OPT_ROPE_ONCE 16777216u /* prefill attention: each item rotates and appends its own tokens' keys
+                                        once and flags them; the others read them from the cache (the same bits;
+                                        mkg_op_attention_prefill's rotate-once mode, v104) */
 /* Bits the GEMM rows of the dispatch table take at mkg_mk_create (deps.flags). */
 #define MKG_MK_OPT_TABLE_BITS                                                                          \
     (MKG_MK_OPT_GEMM_L2_TAIL | MKG_MK_OPT_GEMM_L2_ALL | MKG_MK_OPT_B_EVICT_FIRST | MKG_MK_OPT_A_MAP_PREFETCH | \
      MKG_MK_OPT_READY_IN_ORDER | MKG_MK_OPT_L2_TAIL_GATE_UP)
-#define MKG_MK_OPT_DEFAULT 8521955u /* 1 2 32 64 128 2048 131072 (v73: decode b1 -2.2%) 8388608 (v99, norm items
-                                      of 16 rows: b64 -9%, prefill 512 -7%, 2048 -2%); the L2 tail measured
-                                      slower (bench/NOTES.md, mk-v7, mk-v9), and so did the ring by geometry (v76) */
+#define MKG_MK_OPT_DEFAULT 25299171u /* 1 2 32 64 128 2048 131072 (v73: decode b1 -2.2%) 8388608 (v99, norm items
+                                       of 16 rows: b64 -9%, prefill 512 -7%, 2048 -2%) 16777216 (v104, rotate-once
+                                       prefill attention); the L2 tail measured slower (bench/NOTES.md, mk-v7,
+                                       mk-v9), and so did the ring by geometry (v76) */
 
 /* Whether launch options `opts` run the norms inside the GEMMs where a step allows it
  * (mkg_mk_norm_in_gemm_step); the device and the trace writer ask the same. */
@@ -117,6 +121,8 @@ typedef struct mkg_mk_args {
                                        one set for all layers: a pair's attention in layer l + 1 waits
                                        (through qkv, the norms and o) for the fold that read layer l's */
     unsigned int *attn_ctr;         /* device: (layers, MKG_MK_ATTN_SPLIT_PAIRS) parts finished, zeroed per step */
+    unsigned int *rope_ctr;         /* device: (layers, rb_max, kv_heads) prefill row blocks whose keys are in the
+                                       cache (MKG_MK_OPT_ROPE_ONCE), zeroed per step */
     int force_task;                 /* test hook: this non-GEMM task waits for force_extra more than exists */
     unsigned int force_extra;
     void *a_rows;                   /* device: MKG_MK_A_ZERO_BYTES of zeros, then per CTA two normalised token

@@ -41,11 +41,13 @@ struct mkg_mk {
     int last_ops_run, last_fused;       /* the last step's ops and mkg_mk_norm_in_gemm_step (for its trace) */
 };
 
-// The task counters and, after them, decode attention's split counters (one allocation, one
-// memset per step).
+// The task counters and, after them, decode attention's split counters and prefill attention's
+// rotate-once flags (one allocation, one memset per step).
 static size_t mkg_mk_counter_bytes(const mkg_mk *mk)
 {
-    return ((size_t)mk->ops * mk->rb_max + (size_t)mk->cfg.layers * MKG_MK_ATTN_SPLIT_PAIRS) * sizeof(unsigned int);
+    return ((size_t)mk->ops * mk->rb_max + (size_t)mk->cfg.layers * MKG_MK_ATTN_SPLIT_PAIRS +
+            (size_t)mk->cfg.layers * mk->rb_max * mk->cfg.kv_heads) *
+           sizeof(unsigned int);
 }
 
 static const char *const mkg_mk_gemm_names[MKG_MK_GEMMS_PER_LAYER] = {"qkv", "o+res", "gate_up+silu", "down+res"};
@@ -473,6 +475,7 @@ mkg_status mkg_mk_step(mkg_mk *mk, int m, int prefill, int pos0, int lm_head, cu
     a.attn_split = (mk->opts & MKG_MK_OPT_ATTN_SPLIT) ? mkg_mk_attn_split(c, m, prefill) : 1;
     a.attn_ws = mk->attn_ws;
     a.attn_ctr = mk->counters + (size_t)mk->ops * mk->rb_max;
+    a.rope_ctr = a.attn_ctr + (size_t)c->layers * MKG_MK_ATTN_SPLIT_PAIRS;
     a.force_task = mk->force_task;
     a.force_extra = mk->force_extra;
     a.a_rows = mk->a_rows;

@@ -18,6 +18,7 @@
 
 #include "mkg_model.h"
 #include "mkg_ptx_sm90.cuh"
+#include "mkg_deps_sm90.cuh"
 
 #define MKG_OP_THREADS 256
 #define MKG_OP_HEAD_DIM 64      /* the ops are written for head_dim 64 (RoPE pairs i, i + 32) */
@@ -839,6 +840,53 @@ static __device__ __forceinline__ void mkg_op_prefill_convert(unsigned char *til
     }
 }
 
+// Rotate-once mode of mkg_op_attention_prefill (the megakernel's MKG_MK_OPT_ROPE_ONCE): each item
+// rotates and appends only its own tokens' keys, flags them, and reads every other key of the step
+// from the cache once the items holding them have flagged theirs. flags[rb * kvh + g]: row block
+// rb of this step has appended KV head g's keys (zeroed per step). A wait that times out records the
+// stall (mkg_dep_wait) and the item goes on, so the grid still drains.
+typedef struct mkg_op_rope_once {
+    unsigned int *flags;
+    int kvh;
+    unsigned int *stall;
+    unsigned int tag;
+    unsigned long long timeout_ns;
+} mkg_op_rope_once;
+
+// Rotate-once: thread (key lj = tid / 4, q = tid % 4) rotates RoPE pairs 8 q .. 8 q + 7 of key
+// row lj (token t0 + lj, position pos0 + t0 + lj) as mkg_op_prefill_convert does (the same bits),
+// through its own 32 bytes of `row` (8 KB of scratch: no other thread touches them), and appends
+// the rotated k and the raw v to the cache.
+static __device__ __forceinline__ void mkg_op_prefill_own_keys(unsigned char *rows, const float *s_freq,
+                                                               const __nv_bfloat16 *qkv_k, const __nv_bfloat16 *qkv_v,
+                                                               int qkv_n, __nv_bfloat16 *kc, __nv_bfloat16 *vc,
+                                                               int t0, int tcount, int pos0, int tid)
+{
+    const int lj = tid >> 2, q = tid & 3, kp = pos0 + t0 + lj;
+    if (lj >= tcount)
+        return;
+    const size_t off = (size_t)(t0 + lj) * qkv_n;
+    __nv_bfloat16 *k0 = (__nv_bfloat16 *)(rows + lj * 128) + 8 * q, *k1 = k0 + 32;
+    *(uint4 *)k0 = __ldcg((const uint4 *)(qkv_k + off) + q);
+    *(uint4 *)k1 = __ldcg((const uint4 *)(qkv_k + off) + 4 + q);
+    const uint4 v0 = __ldcg((const uint4 *)(qkv_v + off) + q), v1 = __ldcg((const uint4 *)(qkv_v + off) + 4 + q);
+    // NOTE: a loop over shared memory, not unrolled: one copy of cosf / sinf's slow path (see
+    // mkg_op_prefill_convert).
+#pragma unroll 1
+    for (int j = 0; j < 8; ++j) {
+        float c, s, r0, r1;
+        mkg_op_rope_cs_freq(kp, s_freq[8 * q + j], &c, &s);
+        mkg_op_rope_pair(__bfloat162float(k0[j]), __bfloat162float(k1[j]), c, s, &r0, &r1);
+        k0[j] = __float2bfloat16_rn(r0);
+        k1[j] = __float2bfloat16_rn(r1);
+    }
+    uint4 *gk = (uint4 *)(kc + (size_t)kp * 64), *gv = (uint4 *)(vc + (size_t)kp * 64);
+    gk[q] = *(const uint4 *)k0;
+    gk[4 + q] = *(const uint4 *)k1;
+    gv[q] = v0;
+    gv[4 + q] = v1;
+}
+
 // Queries t0 .. t0 + tcount - 1 (tcount <= 64; rows of qkv and attn) of one sequence (seq 0)
 // whose step token t sits at position pos0 + t, KV head g and its G query heads; causal:
 // query at position p attends positions 0 .. p. Shapes as in mkg_op_attention_decode.
@@ -860,7 +908,8 @@ static __device__ __forceinline__ void mkg_op_attention_prefill(const mkg_model_
                                                                 const __nv_bfloat16 *qkv, int t0, int tcount,
                                                                 int pos0, int g, __nv_bfloat16 *k_cache,
                                                                 __nv_bfloat16 *v_cache, __nv_bfloat16 *attn,
-                                                                unsigned char *scratch, int tid, int bar)
+                                                                unsigned char *scratch, int tid, int bar,
+                                                                const mkg_op_rope_once *once = nullptr)
 {
     const int G = cfg->q_heads / cfg->kv_heads;
     const int qkv_n = (cfg->q_heads + 2 * cfg->kv_heads) * MKG_OP_HEAD_DIM;
@@ -878,7 +927,10 @@ static __device__ __forceinline__ void mkg_op_attention_prefill(const mkg_model_
     const int warp_active = rb < tcount && hh < G;
     const int warp_last = warp_active ? pos0 + t0 + min(rb + 31, tcount - 1) : -1;
 
-    mkg_op_prefill_stage(scratch + MKG_OP_PREFILL_BUF0, kc, vc, qkv_k, qkv_v, qkv_n, 0, pos0, n_keys, tid);
+    // Rotate-once: every key below n_keys comes from the cache (kp < src0), after the flags.
+    const int src0 = once ? n_keys : pos0;
+    if (!once)
+        mkg_op_prefill_stage(scratch + MKG_OP_PREFILL_BUF0, kc, vc, qkv_k, qkv_v, qkv_n, 0, pos0, n_keys, tid);
 
     // ---- q cos / sin table (32 pairs, 64 queries; query-minor) and the pairs' frequencies.
     // NOTE: the table keeps one copy of the trig code; unrolled cosf / sinf per fragment
@@ -893,6 +945,23 @@ static __device__ __forceinline__ void mkg_op_attention_prefill(const mkg_model_
         s_cs[e] = make_float2(c, s);
     }
     mkg_bar_sync_any(bar, MKG_OP_THREADS);
+
+    if (once) {
+        // ---- this item's keys into the cache, its flag, then the flags of the step's earlier
+        // row blocks (lanes of warp 0, one block each); the barrier hands their acquires on.
+        mkg_op_prefill_own_keys(scratch + MKG_OP_PREFILL_BUF0, s_freq, qkv_k, qkv_v, qkv_n, kc, vc, t0, tcount, pos0,
+                                tid);
+        mkg_bar_sync_any(bar, MKG_OP_THREADS);
+        const int rb = t0 / 64;
+        if (tid == 0)
+            mkg_dep_signal(once->flags, rb * once->kvh + g, 1u);
+        if (tid < 32)
+            for (int b = tid; b < rb; b += 32)
+                mkg_dep_wait(once->flags + b * once->kvh + g, 1u, once->stall, once->tag, (unsigned int)b,
+                             once->timeout_ns);
+        mkg_bar_sync_any(bar, MKG_OP_THREADS);
+        mkg_op_prefill_stage(scratch + MKG_OP_PREFILL_BUF0, kc, vc, qkv_k, qkv_v, qkv_n, 0, src0, n_keys, tid);
+    }
 
     // ---- Q fragments (A operand, rows rb + 16 mt + gid + 8 h): k-step s, register h + 2 e holds
     // dims 16 s + 8 e + 2 tig, + 1. Dim d (s < 2) and d + 32 (s + 2) are one RoPE pair.
@@ -951,11 +1020,13 @@ static __device__ __forceinline__ void mkg_op_attention_prefill(const mkg_model_
         unsigned char *tile = scratch + ((T & 1) ? MKG_OP_PREFILL_BUF1 : MKG_OP_PREFILL_BUF0);
         mkg_cp_async_wait_all();
         mkg_bar_sync_any(bar, MKG_OP_THREADS);   // tile T landed; tile T - 1 (or the q table) consumed
-        mkg_op_prefill_convert(tile, s_freq, kc, vc, T, pos0, t0, n_keys, tid);
-        mkg_bar_sync_any(bar, MKG_OP_THREADS);   // tile T rotated
+        if (!once) {
+            mkg_op_prefill_convert(tile, s_freq, kc, vc, T, pos0, t0, n_keys, tid);
+            mkg_bar_sync_any(bar, MKG_OP_THREADS);   // tile T rotated
+        }
         if (T + 1 < ntiles)
             mkg_op_prefill_stage(scratch + ((T & 1) ? MKG_OP_PREFILL_BUF0 : MKG_OP_PREFILL_BUF1), kc, vc, qkv_k,
-                                 qkv_v, qkv_n, T + 1, pos0, n_keys, tid);
+                                 qkv_v, qkv_n, T + 1, src0, n_keys, tid);
         if (tile0 > warp_last)
             continue;                        // warp-uniform: no query of this warp attends the tile
         const uint32_t ks = mkg_smem_addr(tile), vs = ks + 4096;

@@ -218,6 +218,12 @@ TEST(MegakernelGraph, RandomInterleavingsNeverDeadlockNorRunEarly)
                     // 2, 3 deal norm items of 16 rows (MKG_MK_OPT_NORM_ROWS_16).
                     const int fused = mkg_mk_norm_in_gemm_step(&c, m, prefill, rep & 1);
                     const int norm_rows = mkg_mk_norm_item_rows((rep & 2) ? MKG_MK_OPT_NORM_ROWS_16 : 0u);
+                    // Repetitions 0, 1, 3, 4: MKG_MK_OPT_ROPE_ONCE. A prefill attention item (row block t,
+                    // KV head g) also waits for the flags of blocks 0 .. t - 1 of head g, which those
+                    // items set. The item is modelled whole (its flag set when it completes); on the GPU
+                    // it sets its flag before it waits, so this model is the stricter one.
+                    const bool rope_once = prefill && rep % 3 != 2;
+                    std::vector<std::vector<char>> rope_flag(ops.size(), std::vector<char>(64 * c.kv_heads, 0));
                     std::vector<int> sched(ops.size());
                     for (auto &s : sched)
                         s = (int)(rng() % MKG_SCHED_COUNT);
@@ -254,6 +260,9 @@ TEST(MegakernelGraph, RandomInterleavingsNeverDeadlockNorRunEarly)
                             for (int rb = it->r0 / 64; dep >= 0 && ok && rb * 64 < it->r1; ++rb)
                                 ok = counter[dep * 64 + rb] >=
                                      (unsigned long long)mkg_mk_block_rows(m, rb) * ops[dep].out_cols;
+                            if (rope_once && ops[it->task].kind == MKG_MK_ATTN)
+                                for (int b = 0; ok && b < it->index / c.kv_heads; ++b)
+                                    ok = rope_flag[it->task][b * c.kv_heads + it->index % c.kv_heads] != 0;
                             if (ok)
                                 ready.push_back(s);
                         }
@@ -267,6 +276,8 @@ TEST(MegakernelGraph, RandomInterleavingsNeverDeadlockNorRunEarly)
                             ASSERT_EQ(written[dep][r], writers[dep][r])
                                 << "task " << it->task << " item " << it->index << " ran before row " << r
                                 << " of task " << dep << " was complete (fused " << fused << ")";
+                        if (rope_once && ops[it->task].kind == MKG_MK_ATTN)
+                            rope_flag[it->task][it->index] = 1;      // index = block * kv_heads + head
                         for (auto w : it->writes)
                             counter[it->task * 64 + w.first] += w.second;
                         for (auto wr : it->write_rows)

@@ -89,17 +89,23 @@ void step_logits(mkg_mk_runner *r, const mkg_mk_case &k, unsigned long long seed
 }
 
 // A launch option (mkg_mk_set_launch_opts) that must change no bit: decode at batch 1 and 8 and a
-// prefill step, without `bits`, twice with them and once more without, give equal logits in every
-// row (the last run checks that the reference repeats).
-void expect_launch_option_keeps_the_bits(unsigned int bits, const char *what)
+// prefill step (or the n steps of `cases`), without `bits`, twice with them and once more without,
+// give equal logits in every row (the last run checks that the reference repeats).
+void expect_launch_option_keeps_the_bits(unsigned int bits, const char *what, const mkg_mk_case *cases = nullptr,
+                                         int n = 0)
 {
     const mkg_model_config c = test_config(2);
     mkg_mk_runner *r = nullptr;
     ASSERT_EQ(mkg_mk_runner_create(&c, &r), 0);
     mkg_mk *mk = mkg_mk_runner_mk(r);
     const unsigned int saved = mkg_mk_opts(mk), base = saved & ~bits;
-    const mkg_mk_case cases[] = {{"decode", 1, 300, 1}, {"decode", 8, 40, 1}, {"prefill", 100, 0, 1}};
-    for (const mkg_mk_case &k : cases) {
+    const mkg_mk_case standard[] = {{"decode", 1, 300, 1}, {"decode", 8, 40, 1}, {"prefill", 100, 0, 1}};
+    if (!cases) {
+        cases = standard;
+        n = 3;
+    }
+    for (int ki = 0; ki < n; ++ki) {
+        const mkg_mk_case &k = cases[ki];
         const int rows[] = {0, k.tokens - 1};
         std::vector<unsigned short> want[2], got[2];
         const unsigned int runs[] = {base, base | bits, base | bits, base};
@@ -286,6 +292,16 @@ TEST_F(Megakernel, ReadyInOrderOptionKeepsTheBits)
 TEST_F(Megakernel, NormInGemmOptionKeepsTheBits)
 {
     expect_launch_option_keeps_the_bits(MKG_MK_OPT_NORM_IN_GEMM, "the norms inside the GEMMs differ from norm tasks");
+}
+
+// MKG_MK_OPT_ROPE_ONCE: prefill attention items rotate and append only their own tokens' keys and
+// read the others' from the cache after their flags, with mkg_op_prefill_convert's arithmetic, so
+// no bit may change: steps of 100 tokens at position 0 and of 200 at 45 (four row blocks, keys
+// from earlier steps in the cache, a start inside a key tile), and a decode step (unaffected).
+TEST_F(Megakernel, RopeOnceOptionKeepsTheBits)
+{
+    const mkg_mk_case cases[] = {{"prefill", 100, 0, 1}, {"prefill", 200, 45, 1}, {"decode", 8, 40, 1}};
+    expect_launch_option_keeps_the_bits(MKG_MK_OPT_ROPE_ONCE, "rotate-once prefill attention differs", cases, 3);
 }
 
 // Small steps for compute-sanitizer (memcheck, racecheck, synccheck): 2 layers, decode
