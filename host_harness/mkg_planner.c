@@ -10,7 +10,8 @@
  *               MMA time: 2 TM TN K_unit / (sm_tflops * efficiency(wgmma N, MMA rows))
  *               streaming: (TM + TN) * 128 B per K tile, at the lesser of the SM's share of
  *               L2 bandwidth and what ST stages in flight sustain over the memory latency
- *   t_compute = waves * t_unit                       (padding waste and last-wave fill included)
+ *   t_compute = (waves + tail) * t_unit              (padding waste and last-wave fill included; tail:
+ *               the megakernel's tail_units when M > 64, else 0)
  *   t_memory  = DRAM bytes / dram_tbps, with A or B re-read once per raster band when it does
  *               not fit in L2 (the band of GROUP tiles keeps the other operand resident)
  *   t_parts   = split rows (workspace ones, not cluster split-K): every chunk's FP32 partial
@@ -61,6 +62,7 @@ mkg_cost_model mkg_cost_model_h200(void)
                                    every pick on the 966c2d0 data and picks the TK = 128 rows at decode */
     cm.bscale_load_us = 0.010;  /* v91: grid search on the picks of gemm_e4m3_block_0f89b76.json (H200) and
                                    gemm_e4m3_block_h100_32df701.json; flat from 0.0075 to 0.02 */
+    cm.tail_units = 0.0;        /* launches of their own; the megakernel sets MKG_MK_TAIL_UNITS */
     return cm;
 }
 
@@ -160,7 +162,12 @@ static int mkg_cost_eval(const mkg_cost_model *cm, int s, int m, int n, int k, i
         const int loads = i->swap_ab ? 2 + mkg_schedule_wgmma_n(s) / 4 : 3;
         t->t_unit += (double)mkg_ceil_div(chunks, splits) * loads * cm->bscale_load_us;
     }
-    t->t_compute = t->waves * t->t_unit + (i->pingpong ? t_epi : 0.0);
+    /* NOTE: in a megakernel a layer's input lands by 64-row blocks over the producing task's span, so
+     * the units of the last block start late, and a row of fewer, longer units ends later: session 50
+     * measured 1B o at prefill 2048 2.6% faster on m128n128 (256 units) than on m128n256 (128), which
+     * waves alone rank the other way (bench/NOTES.md, v105). */
+    const double tail = m > 64 ? cm->tail_units : 0.0;
+    t->t_compute = (t->waves + tail) * t->t_unit + (i->pingpong ? t_epi : 0.0);
     t->t_memory = mkg_dram_bytes(cm, i, m, n, k, out) / (cm->dram_tbps * 1e6);
     t->t_parts = 0.0;
     if (splits > 1 && i->cluster == 1) {

@@ -116,6 +116,9 @@ typedef struct mkg_cost_model {
                                    release): a unit takes at least its stages times this */
     double bscale_load_us;      /* block-scaled layers: one scale a consumer thread loads (and applies)
                                    per K chunk step; a swap row loads 2 + wgmma N / 4, the others 3 */
+    double tail_units;          /* megakernel planning (0 for launches of their own): units of time a layer
+                                   pays past its waves when its input lands by 64-row blocks (M > 64), the
+                                   last block's units starting only as it lands */
 } mkg_cost_model;
 
 /** The model calibrated on the H200 (bench/results, bench/NOTES.md). */

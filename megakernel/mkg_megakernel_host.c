@@ -50,6 +50,17 @@ static size_t mkg_mk_counter_bytes(const mkg_mk *mk)
            sizeof(unsigned int);
 }
 
+// The planner's model for the megakernel's layers: the library's, with half a unit of tail past the
+// waves where a step's input lands by several 64-row blocks (mkg_cost_model.tail_units, v105).
+// MKG_MK_TAIL_UNITS (environment, an experiment knob): another tail.
+static mkg_cost_model mkg_mk_cost_model(void)
+{
+    mkg_cost_model cm = mkg_cost_model_h200();
+    const char *env = getenv("MKG_MK_TAIL_UNITS");
+    cm.tail_units = env && *env ? atof(env) : 0.5;
+    return cm;
+}
+
 static const char *const mkg_mk_gemm_names[MKG_MK_GEMMS_PER_LAYER] = {"qkv", "o+res", "gate_up+silu", "down+res"};
 
 static mkg_layer_desc mkg_mk_layer(int n, int k, const void *a, long long lda, const void *b, void *c, long long ldc,
@@ -310,7 +321,7 @@ mkg_status mkg_mk_create(mkg_model *md, const mkg_layer_plan *plans, mkg_mk **ou
         if (plans) {
             memcpy(mk->plans, plans, (size_t)mk->rows * sizeof *plans);
         } else {
-            const mkg_cost_model cm = mkg_cost_model_h200();
+            const mkg_cost_model cm = mkg_mk_cost_model();
             st = mkg_layers_plan(&cm, mk->layers, mk->rows, &g, mk->plans);
         }
         if (st == MKG_OK)
@@ -629,7 +640,7 @@ mkg_status mkg_mk_plan_print(const mkg_model_config *c, const int *ms, int count
         mkg_mk_graph_build(c, &md, mk.ops_h);
         mkg_mk_describe(&mk);
         mkg_mk_knob_each(&mk, "MKG_MK_KC", mkg_mk_knob_kc);
-        const mkg_cost_model cm = mkg_cost_model_h200();
+        const mkg_cost_model cm = mkg_mk_cost_model();
         st = mkg_layers_plan(&cm, mk.layers, mk.rows, &g, mk.plans);
         if (st == MKG_OK)
             mkg_mk_knob_each(&mk, "MKG_MK_FORCE", mkg_mk_knob_force);

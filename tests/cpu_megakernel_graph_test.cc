@@ -315,6 +315,44 @@ TEST(MegakernelGraph, PrintedPlanSplitsTheDownLayerAtDecode)
     EXPECT_NE(line.find("_sk"), std::string::npos) << "M = 1 down layer planned unsplit: " << line;
 }
 
+// The line of GEMM `kind` in the megakernel's printed plan at M = m (1B shape, one layer).
+std::string planned_line(int m, const char *kind)
+{
+    mkg_model_config c = mkg_model_config_llama32_1b();
+    c.layers = 1;
+    c.max_tokens = m;
+    char *buf = nullptr;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    EXPECT_NE(f, nullptr);
+    EXPECT_EQ(mkg_mk_plan_print(&c, &m, 1, f), MKG_OK);
+    fclose(f);
+    const std::string out(buf, len);
+    free(buf);
+    const size_t at = out.find(kind);
+    return at == std::string::npos ? out : out.substr(at, out.find('\n', at) - at);
+}
+
+// v105: the megakernel plans with half a unit of tail past the waves where the input lands by
+// several row blocks (mkg_cost_model.tail_units), which put 1B o at prefill 2048 on m128n128
+// (measured 2.6% faster there than the waves' pick m128n256) and changes no M <= 64 pick.
+TEST(MegakernelGraph, PrefillTailPutsTheOLayerOnNarrowerRows)
+{
+    ASSERT_EQ(unsetenv("MKG_MK_TAIL_UNITS"), 0);
+    EXPECT_NE(planned_line(2048, "o+res").find("m128n128k64"), std::string::npos) << planned_line(2048, "o+res");
+    ASSERT_EQ(setenv("MKG_MK_TAIL_UNITS", "0", 1), 0);
+    EXPECT_NE(planned_line(2048, "o+res").find("m128n256k64"), std::string::npos) << planned_line(2048, "o+res");
+    const char *kinds[] = {"qkv", "o+res", "gate_up+silu", "down+res"};
+    for (int m : {1, 8, 64})
+        for (const char *k : kinds) {
+            ASSERT_EQ(setenv("MKG_MK_TAIL_UNITS", "0", 1), 0);
+            const std::string off = planned_line(m, k);
+            ASSERT_EQ(unsetenv("MKG_MK_TAIL_UNITS"), 0);
+            EXPECT_EQ(planned_line(m, k), off) << "M = " << m;
+        }
+    ASSERT_EQ(unsetenv("MKG_MK_TAIL_UNITS"), 0);
+}
+
 // The experiment knobs (MKG_MK_KC, MKG_MK_FORCE) reach the plan the megakernel runs: a K chunk
 // per kind of layer, and a schedule per kind up to an M; entries with an unknown kind or
 // schedule are ignored.
