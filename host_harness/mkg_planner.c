@@ -63,6 +63,7 @@ mkg_cost_model mkg_cost_model_h200(void)
     cm.bscale_load_us = 0.010;  /* v91: grid search on the picks of gemm_e4m3_block_0f89b76.json (H200) and
                                    gemm_e4m3_block_h100_32df701.json; flat from 0.0075 to 0.02 */
     cm.tail_units = 0.0;        /* launches of their own; the megakernel sets MKG_MK_TAIL_UNITS */
+    cm.tail_per_tile = 0;
     return cm;
 }
 
@@ -165,8 +166,10 @@ static int mkg_cost_eval(const mkg_cost_model *cm, int s, int m, int n, int k, i
     /* NOTE: in a megakernel a layer's input lands by 64-row blocks over the producing task's span, so
      * the units of the last block start late, and a row of fewer, longer units ends later: session 50
      * measured 1B o at prefill 2048 2.6% faster on m128n128 (256 units) than on m128n256 (128), which
-     * waves alone rank the other way (bench/NOTES.md, v105). */
-    const double tail = m > 64 ? cm->tail_units : 0.0;
+     * waves alone rank the other way (bench/NOTES.md, v105). tail_per_tile: a split row's tail is
+     * its whole tile (every chunk): charged per unit, a tail of 1 made the 1B down layer's sk4 row the
+     * pick at prefill 2048 (with qkv and o on m128n128), 28% slower (v105). */
+    const double tail = m > 64 ? cm->tail_units * (cm->tail_per_tile ? (double)splits : 1.0) : 0.0;
     t->t_compute = (t->waves + tail) * t->t_unit + (i->pingpong ? t_epi : 0.0);
     t->t_memory = mkg_dram_bytes(cm, i, m, n, k, out) / (cm->dram_tbps * 1e6);
     t->t_parts = 0.0;

@@ -119,6 +119,8 @@ typedef struct mkg_cost_model {
     double tail_units;          /* megakernel planning (0 for launches of their own): units of time a layer
                                    pays past its waves when its input lands by 64-row blocks (M > 64), the
                                    last block's units starting only as it lands */
+    int tail_per_tile;          /* 1: a split row's tail is its tile's whole time (splits x t_unit); 0: one
+                                   unit's */
 } mkg_cost_model;
 
 /** The model calibrated on the H200 (bench/results, bench/NOTES.md). */

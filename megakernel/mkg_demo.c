@@ -18,6 +18,8 @@
 #include "mkg_mk_runner.h"
 #include "mkgemm.h"
 
+#define MKG_DEMO_MAX_CASES 12
+
 static const mkg_mk_case mkg_demo_cases[] = {
     {"decode", 1, 1000, 1},
     {"decode", 8, 1000, 1},
@@ -29,13 +31,14 @@ static const mkg_mk_case mkg_demo_cases[] = {
 typedef struct mkg_demo_args {
     int layers, replays;
     const char *out, *trace, *trace_prefill, *commit;
+    const char *prefill;            /* --prefill N,N,...: these prefill steps instead of 512 and 2048 */
 } mkg_demo_args;
 
 static void mkg_demo_parse(int argc, char **argv, mkg_demo_args *a)
 {
     a->layers = 16;
     a->replays = 20;
-    a->out = a->trace = a->trace_prefill = NULL;
+    a->out = a->trace = a->trace_prefill = a->prefill = NULL;
     a->commit = getenv("MKG_COMMIT") ? getenv("MKG_COMMIT") : "unknown";
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--layers"))
@@ -46,6 +49,8 @@ static void mkg_demo_parse(int argc, char **argv, mkg_demo_args *a)
             a->out = argv[i + 1];
         else if (!strcmp(argv[i], "--trace"))
             a->trace = argv[i + 1];
+        else if (!strcmp(argv[i], "--prefill"))
+            a->prefill = argv[i + 1];
         else if (!strcmp(argv[i], "--trace-prefill"))
             a->trace_prefill = argv[i + 1];
         else if (!strcmp(argv[i], "--commit"))
@@ -113,9 +118,25 @@ int main(int argc, char **argv)
                 mkg_mk_opts(mkg_mk_runner_mk(run)), mkg_tma_l2_promotion());
     }
     int failed = 0;
-    const int cases = (int)(sizeof mkg_demo_cases / sizeof mkg_demo_cases[0]);
+    mkg_mk_case list[MKG_DEMO_MAX_CASES];
+    int cases = (int)(sizeof mkg_demo_cases / sizeof mkg_demo_cases[0]);
+    memcpy(list, mkg_demo_cases, sizeof mkg_demo_cases);
+    if (args.prefill) {
+        cases = 3;                                   /* the decode steps, then the listed prefills */
+        for (const char *p = args.prefill; *p && cases < MKG_DEMO_MAX_CASES;) {
+            const int n = atoi(p);
+            if (n >= 1 && n <= cfg.max_tokens)
+                list[cases++] = (mkg_mk_case){"prefill", n, 0, 0};
+            else
+                fprintf(stderr, "mkg_demo: --prefill %d is outside 1 .. %d, skipped\n", n, cfg.max_tokens);
+            p = strchr(p, ',');
+            if (!p)
+                break;
+            ++p;
+        }
+    }
     for (int i = 0; i < cases; ++i) {
-        const mkg_mk_case *k = &mkg_demo_cases[i];
+        const mkg_mk_case *k = &list[i];
         mkg_mk_result r;
         const int ce = mkg_mk_runner_case(run, k, args.replays, &r);
         if (ce) {

@@ -52,12 +52,15 @@ static size_t mkg_mk_counter_bytes(const mkg_mk *mk)
 
 // The planner's model for the megakernel's layers: the library's, with half a unit of tail past the
 // waves where a step's input lands by several 64-row blocks (mkg_cost_model.tail_units, v105).
-// MKG_MK_TAIL_UNITS (environment, an experiment knob): another tail.
+// MKG_MK_TAIL_UNITS, MKG_MK_TAIL_PER_TILE (environment, experiment knobs): another tail; a split
+// row's tail charged per tile.
 static mkg_cost_model mkg_mk_cost_model(void)
 {
     mkg_cost_model cm = mkg_cost_model_h200();
     const char *env = getenv("MKG_MK_TAIL_UNITS");
     cm.tail_units = env && *env ? atof(env) : 0.5;
+    env = getenv("MKG_MK_TAIL_PER_TILE");
+    cm.tail_per_tile = env && *env ? atoi(env) : 0;
     return cm;
 }
 
