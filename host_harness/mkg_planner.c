@@ -11,7 +11,7 @@
  *               streaming: (TM + TN) * 128 B per K tile, at the lesser of the SM's share of
  *               L2 bandwidth and what ST stages in flight sustain over the memory latency
  *   t_compute = (waves + tail) * t_unit              (padding waste and last-wave fill included; tail:
- *               the megakernel's tail_units when M > 64, else 0)
+ *               the megakernel's tail_units when M > 256, times the splits with tail_per_tile, else 0)
  *   t_memory  = DRAM bytes / dram_tbps, with A or B re-read once per raster band when it does
  *               not fit in L2 (the band of GROUP tiles keeps the other operand resident)
  *   t_parts   = split rows (workspace ones, not cluster split-K): every chunk's FP32 partial
@@ -167,9 +167,10 @@ static int mkg_cost_eval(const mkg_cost_model *cm, int s, int m, int n, int k, i
      * the units of the last block start late, and a row of fewer, longer units ends later: session 50
      * measured 1B o at prefill 2048 2.6% faster on m128n128 (256 units) than on m128n256 (128), which
      * waves alone rank the other way (bench/NOTES.md, v105). tail_per_tile: a split row's tail is
-     * its whole tile (every chunk): charged per unit, a tail of 1 made the 1B down layer's sk4 row the
-     * pick at prefill 2048 (with qkv and o on m128n128), 28% slower (v105). */
-    const double tail = m > 64 ? cm->tail_units * (cm->tail_per_tile ? (double)splits : 1.0) : 0.0;
+     * its whole tile (every chunk): charged per unit, the tail made the 1B down layer's sk4 row the
+     * pick at prefill 1024 (25% slower), per tile it took down off sk4 at 512 (10% faster). Only past
+     * four row blocks (M > 256): at 256 the tail's picks (down on a swap row) measured 9% slower. */
+    const double tail = m > 256 ? cm->tail_units * (cm->tail_per_tile ? (double)splits : 1.0) : 0.0;
     t->t_compute = (t->waves + tail) * t->t_unit + (i->pingpong ? t_epi : 0.0);
     t->t_memory = mkg_dram_bytes(cm, i, m, n, k, out) / (cm->dram_tbps * 1e6);
     t->t_parts = 0.0;

@@ -117,7 +117,7 @@ typedef struct mkg_cost_model {
     double bscale_load_us;      /* block-scaled layers: one scale a consumer thread loads (and applies)
                                    per K chunk step; a swap row loads 2 + wgmma N / 4, the others 3 */
     double tail_units;          /* megakernel planning (0 for launches of their own): units of time a layer
-                                   pays past its waves when its input lands by 64-row blocks (M > 64), the
+                                   pays past its waves when its input lands by 64-row blocks (M > 256), the
                                    last block's units starting only as it lands */
     int tail_per_tile;          /* 1: a split row's tail is its tile's whole time (splits x t_unit); 0: one
                                    unit's */

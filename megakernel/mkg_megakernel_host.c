@@ -50,8 +50,9 @@ static size_t mkg_mk_counter_bytes(const mkg_mk *mk)
            sizeof(unsigned int);
 }
 
-// The planner's model for the megakernel's layers: the library's, with half a unit of tail past the
-// waves where a step's input lands by several 64-row blocks (mkg_cost_model.tail_units, v105).
+// The planner's model for the megakernel's layers: the library's, with half a tile's time of tail past
+// the waves where a step's input lands by more than four 64-row blocks (mkg_cost_model.tail_units and
+// tail_per_tile, v105).
 // MKG_MK_TAIL_UNITS, MKG_MK_TAIL_PER_TILE (environment, experiment knobs): another tail; a split
 // row's tail charged per tile.
 static mkg_cost_model mkg_mk_cost_model(void)
@@ -60,7 +61,7 @@ static mkg_cost_model mkg_mk_cost_model(void)
     const char *env = getenv("MKG_MK_TAIL_UNITS");
     cm.tail_units = env && *env ? atof(env) : 0.5;
     env = getenv("MKG_MK_TAIL_PER_TILE");
-    cm.tail_per_tile = env && *env ? atoi(env) : 0;
+    cm.tail_per_tile = env && *env ? atoi(env) : 1;
     return cm;
 }
 

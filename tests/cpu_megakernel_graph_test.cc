@@ -333,17 +333,20 @@ std::string planned_line(int m, const char *kind)
     return at == std::string::npos ? out : out.substr(at, out.find('\n', at) - at);
 }
 
-// v105: the megakernel plans with half a unit of tail past the waves where the input lands by
-// several row blocks (mkg_cost_model.tail_units), which put 1B o at prefill 2048 on m128n128
-// (measured 2.6% faster there than the waves' pick m128n256) and changes no M <= 64 pick.
+// v105: the megakernel plans with half a tile's time of tail past the waves where the input lands
+// by more than four row blocks (mkg_cost_model.tail_units, tail_per_tile), which puts 1B o at
+// prefill 2048 on m128n128 (measured 2.6% faster than the waves' pick m128n256) and down at 512
+// unsplit (10% faster than the waves' sk4), and changes no pick at M <= 256.
 TEST(MegakernelGraph, PrefillTailPutsTheOLayerOnNarrowerRows)
 {
     ASSERT_EQ(unsetenv("MKG_MK_TAIL_UNITS"), 0);
     EXPECT_NE(planned_line(2048, "o+res").find("m128n128k64"), std::string::npos) << planned_line(2048, "o+res");
+    EXPECT_EQ(planned_line(512, "down+res").find("_sk"), std::string::npos) << planned_line(512, "down+res");
     ASSERT_EQ(setenv("MKG_MK_TAIL_UNITS", "0", 1), 0);
     EXPECT_NE(planned_line(2048, "o+res").find("m128n256k64"), std::string::npos) << planned_line(2048, "o+res");
+    EXPECT_NE(planned_line(512, "down+res").find("_sk"), std::string::npos) << planned_line(512, "down+res");
     const char *kinds[] = {"qkv", "o+res", "gate_up+silu", "down+res"};
-    for (int m : {1, 8, 64})
+    for (int m : {1, 8, 64, 256})
         for (const char *k : kinds) {
             ASSERT_EQ(setenv("MKG_MK_TAIL_UNITS", "0", 1), 0);
             const std::string off = planned_line(m, k);
