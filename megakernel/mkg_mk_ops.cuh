@@ -806,6 +806,23 @@ static __device__ __forceinline__ void mkg_op_prefill_stage(unsigned char *tile,
     mkg_cp_async_commit_group();
 }
 
+// Rotates n RoPE pairs (k0[j], k1[j]) of the key at position kp in shared memory, pair j with
+// inverse frequency freq[j], rounding each to bf16 in place.
+// NOTE: a loop, not unrolled, over shared memory, not a register array: cosf / sinf inline a
+// large slow path (Payne-Hanek) that is kept once.
+static __device__ __forceinline__ void mkg_op_rope_pairs_smem(__nv_bfloat16 *k0, __nv_bfloat16 *k1, int n, int kp,
+                                                              const float *freq)
+{
+#pragma unroll 1
+    for (int j = 0; j < n; ++j) {
+        float c, s, r0, r1;
+        mkg_op_rope_cs_freq(kp, freq[j], &c, &s);
+        mkg_op_rope_pair(__bfloat162float(k0[j]), __bfloat162float(k1[j]), c, s, &r0, &r1);
+        k0[j] = __float2bfloat16_rn(r0);
+        k1[j] = __float2bfloat16_rn(r1);
+    }
+}
+
 // Rotates the keys of this step in the landed tile T: thread (key lj = tid / 8, lc = tid % 8)
 // owns RoPE pairs 4 lc .. 4 lc + 3 (dims 4 lc + j and 32 + 4 lc + j) of its key kp, if
 // pos0 <= kp < n_keys, rounding to bf16 in place. One of this item's tokens
@@ -820,16 +837,7 @@ static __device__ __forceinline__ void mkg_op_prefill_convert(unsigned char *til
     const uint32_t o0 = mkg_op_tile_off(lj, lc >> 1) + (lc & 1) * 8;       // dims 4 lc .. 4 lc + 3
     const uint32_t o1 = mkg_op_tile_off(lj, 4 + (lc >> 1)) + (lc & 1) * 8; // dims 32 + 4 lc ..
     __nv_bfloat16 *k0 = (__nv_bfloat16 *)(tile + o0), *k1 = (__nv_bfloat16 *)(tile + o1);
-    // NOTE: a loop, not unrolled, over shared memory, not a register array: cosf / sinf
-    // inline a large slow path (Payne-Hanek) that is kept once.
-#pragma unroll 1
-    for (int j = 0; j < 4; ++j) {
-        float c, s, r0, r1;
-        mkg_op_rope_cs_freq(kp, s_freq[4 * lc + j], &c, &s);
-        mkg_op_rope_pair(__bfloat162float(k0[j]), __bfloat162float(k1[j]), c, s, &r0, &r1);
-        k0[j] = __float2bfloat16_rn(r0);
-        k1[j] = __float2bfloat16_rn(r1);
-    }
+    mkg_op_rope_pairs_smem(k0, k1, 4, kp, s_freq + 4 * lc);
     if (kp >= pos0 + t0) {   // one of this item's tokens
         uint2 *gk = (uint2 *)(kc + (size_t)kp * 64) + lc;
         uint2 *gv = (uint2 *)(vc + (size_t)kp * 64) + lc;
@@ -870,16 +878,7 @@ static __device__ __forceinline__ void mkg_op_prefill_own_keys(unsigned char *ro
     *(uint4 *)k0 = __ldcg((const uint4 *)(qkv_k + off) + q);
     *(uint4 *)k1 = __ldcg((const uint4 *)(qkv_k + off) + 4 + q);
     const uint4 v0 = __ldcg((const uint4 *)(qkv_v + off) + q), v1 = __ldcg((const uint4 *)(qkv_v + off) + 4 + q);
-    // NOTE: a loop over shared memory, not unrolled: one copy of cosf / sinf's slow path (see
-    // mkg_op_prefill_convert).
-#pragma unroll 1
-    for (int j = 0; j < 8; ++j) {
-        float c, s, r0, r1;
-        mkg_op_rope_cs_freq(kp, s_freq[8 * q + j], &c, &s);
-        mkg_op_rope_pair(__bfloat162float(k0[j]), __bfloat162float(k1[j]), c, s, &r0, &r1);
-        k0[j] = __float2bfloat16_rn(r0);
-        k1[j] = __float2bfloat16_rn(r1);
-    }
+    mkg_op_rope_pairs_smem(k0, k1, 8, kp, s_freq + 8 * q);
     uint4 *gk = (uint4 *)(kc + (size_t)kp * 64), *gv = (uint4 *)(vc + (size_t)kp * 64);
     gk[q] = *(const uint4 *)k0;
     gk[4 + q] = *(const uint4 *)k1;
