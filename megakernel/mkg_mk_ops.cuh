@@ -863,7 +863,7 @@ typedef struct mkg_op_rope_once {
 
 // Rotate-once: thread (key lj = tid / 4, q = tid % 4) rotates RoPE pairs 8 q .. 8 q + 7 of key
 // row lj (token t0 + lj, position pos0 + t0 + lj) as mkg_op_prefill_convert does (the same bits),
-// through its own 32 bytes of `row` (8 KB of scratch: no other thread touches them), and appends
+// through its own 32 bytes of `rows` (8 KB of scratch: no other thread touches them), and appends
 // the rotated k and the raw v to the cache.
 static __device__ __forceinline__ void mkg_op_prefill_own_keys(unsigned char *rows, const float *s_freq,
                                                                const __nv_bfloat16 *qkv_k, const __nv_bfloat16 *qkv_v,
