@@ -67,6 +67,21 @@ if ready:
     for k, (sig, spread, work, lead, n) in sorted(hop.items(), key=lambda kv: -(kv[1][0] + kv[1][1] + kv[1][2])):
         print(f"  {k:14s} signal {sig / n:7.2f} spread {spread / n:7.2f} work {work / n:7.2f} lead {lead / n:7.2f}"
               f"  ({n} tasks)")
+    # An item's time on its SM split at its ready stamp: waiting for input (start -> ready) and the
+    # work after it (ready -> end), mean over the items after the first layer, by task kind.
+    split = collections.defaultdict(lambda: [0.0, 0.0, 0])
+    for e in events:
+        a = e["args"]
+        if a["task"] < 7 or a.get("ready_us", -1.0) < 0.0:
+            continue
+        r = min(max(a["ready_us"], e["ts"]), e["ts"] + e["dur"])
+        v = split[e["name"].split(" ", 1)[-1]]
+        v[0] += r - e["ts"]
+        v[1] += e["ts"] + e["dur"] - r
+        v[2] += 1
+    print("items after the first layer, mean (us): on the SM before the input was ready -> after it")
+    for k, (wait, work, n) in sorted(split.items(), key=lambda kv: -kv[1][1] * kv[1][2]):
+        print(f"  {k:14s} wait {wait / n:7.2f} work {work / n:7.2f}  ({n} items; work x items {work:9.1f})")
 
 # ---- GEMM unit phases (megakernel built with MKG_MK_PHASES) -----------------------------------
 # From the later of the unit's start on its CTA and its input being ready: first stage landed,
