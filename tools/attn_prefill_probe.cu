@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "mkg_check.h"
+#include "probe_common.h"
 #include "mkg_mk_ops.cuh"
 
 #define PROBE_BAR 1
@@ -67,17 +68,6 @@ __global__ void __launch_bounds__(PROBE_MAX_THREADS, 1)
     mkg_op_attention_prefill(&cfg, 0, qkv, t0, min(64, tokens - t0), 0, blockIdx.y, kc, vc, attn, scratch,
                              threadIdx.x, PROBE_BAR, &once);
     probe_stamp(stamps, threadIdx.x, true);
-}
-
-__global__ void probe_fill(__nv_bfloat16 *p, size_t n, uint32_t seed)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        uint32_t h = (uint32_t)i * 2654435761u ^ seed;
-        h ^= h >> 15;
-        h *= 2246822519u;
-        h ^= h >> 13;
-        p[i] = __float2bfloat16((float)(h & 0xFFFF) / 65536.0f * 4.0f - 2.0f);
-    }
 }
 
 typedef struct probe_ctx {
@@ -166,14 +156,9 @@ static void probe_run(const probe_ctx *c, int once, __nv_bfloat16 *got, const __
 
 int main(int argc, char **argv)
 {
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        printf("skip: no CUDA device\n");
-        return 0;
-    }
     cudaDeviceProp prop;
-    MKG_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    if (!probe_sm90(&prop))
+        return 0;
     printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
     probe_ctx c;
     memset(&c, 0, sizeof c);
@@ -198,7 +183,7 @@ int main(int argc, char **argv)
     MKG_CUDA_CHECK(cudaMalloc((void **)&c.flags, (size_t)c.nb * 8 * 4));
     MKG_CUDA_CHECK(cudaMalloc((void **)&c.stall, 4));
     MKG_CUDA_CHECK(cudaMalloc((void **)&c.stamps, (size_t)c.nb * 8 * 16));
-    probe_fill<<<264, 256>>>(c.qkv, qkv_elems, 12345u);
+    probe_fill_bf16<<<264, 256>>>((uint16_t *)c.qkv, qkv_elems, 12345u);
     MKG_CUDA_CHECK(cudaGetLastError());
     MKG_CUDA_CHECK(cudaMemset(c.kc, 0, cache_elems * 2));
     MKG_CUDA_CHECK(cudaMemset(c.vc, 0, cache_elems * 2));
