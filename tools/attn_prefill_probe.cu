@@ -6,10 +6,11 @@
 //   once  the megakernel's rotate-once form, the step's flags set ahead (no item waits)
 // Each prints the time per launch (CUDA events over R launches, L2-warm: one layer's keys and qkv
 // fit), TFLOPS of the causal products and the items' globaltimer spans, fitted against the keys each
-// item attends (time per 32 keys + a fixed part per item; busy: the items' summed spans over 132 SMs x
+// item attends (time per 32 keys + a fixed part per item; busy: the items' summed spans over the SMs x
 // the launch's span). Outputs are poisoned first; the rotate-once output is compared bit for bit
-// with the reference form's. Session 51 ran this probe on a branch (wip/v106, 26425e4) whose op took
-// tile and softmax-step sizes and a RoPE table as parameters (bench/NOTES.md, v106).
+// with the reference form's; the exit status is 1 on a non-finite output, a difference or a stall.
+// Session 51 also ran it with an op that took tile and softmax-step sizes and a RoPE table as
+// parameters (bench/NOTES.md, v106; bench/patches/v106_prefill_attention_rope_table.patch).
 // Usage: mkg_attn_prefill_probe [N (2048)] [R (20)]. Built with PROBE_MAX_THREADS=384
 // (mkg_attn_prefill_probe_168) the kernels get the megakernel's register budget.
 #include <cuda_bf16.h>
@@ -72,7 +73,7 @@ __global__ void __launch_bounds__(PROBE_MAX_THREADS, 1)
 
 typedef struct probe_ctx {
     mkg_model_config cfg;
-    int tokens, reps, nb;
+    int tokens, reps, nb, sms;
     __nv_bfloat16 *qkv, *kc, *vc, *attn;
     unsigned int *flags, *stall;
     unsigned long long *stamps;
@@ -93,8 +94,9 @@ static void probe_launch(const probe_ctx *c, int once)
 }
 
 // Runs a form once (poisoned output, copied to got), then times c->reps launches and prints the
-// line. want: the output to compare with (null: none).
-static void probe_run(const probe_ctx *c, int once, __nv_bfloat16 *got, const __nv_bfloat16 *want,
+// line. want: the output to compare with (null: none). False if an output is not finite or differs
+// from want.
+static bool probe_run(const probe_ctx *c, int once, __nv_bfloat16 *got, const __nv_bfloat16 *want,
                       const char *want_name)
 {
     const int items = c->nb * c->cfg.kv_heads;
@@ -145,13 +147,14 @@ static void probe_run(const probe_ctx *c, int once, __nv_bfloat16 *got, const __
     const double span = (t_last - t_first) / 1000.0;
     printf("%-4s %8.1f us %6.1f TFLOPS | item mean %6.1f us = %5.3f us / 32 keys + %5.2f | "
            "busy %.2f | %zu non-finite",
-           once ? "once" : "ref", us, flops / us * 1e-6, sy / items, b, a, sy / (132.0 * span), bad);
+           once ? "once" : "ref", us, flops / us * 1e-6, sy / items, b, a, sy / (c->sms * span), bad);
     if (want)
         printf(" | vs %s: %zu of %zu differ, max |d| %.3g", want_name, ndiff, c->attn_elems, maxd);
     printf("\n");
     free(st);
     MKG_CUDA_CHECK(cudaEventDestroy(e0));
     MKG_CUDA_CHECK(cudaEventDestroy(e1));
+    return bad == 0 && ndiff == 0;
 }
 
 int main(int argc, char **argv)
@@ -174,6 +177,7 @@ int main(int argc, char **argv)
     c.cfg.max_ctx = c.tokens;
     c.cfg.max_tokens = c.tokens;
     c.nb = (c.tokens + 63) / 64;
+    c.sms = prop.multiProcessorCount;
     const size_t qkv_elems = (size_t)c.tokens * (32 + 16) * 64, cache_elems = (size_t)8 * c.tokens * 64;
     c.attn_elems = (size_t)c.tokens * 32 * 64;
     MKG_CUDA_CHECK(cudaMalloc((void **)&c.qkv, qkv_elems * 2));
@@ -199,12 +203,12 @@ int main(int argc, char **argv)
     MKG_CUDA_CHECK(cudaFuncSetAttribute(probe_once, cudaFuncAttributeMaxDynamicSharedMemorySize, PROBE_ONE_CTA));
     printf("tokens %d, items %d, one CTA per SM\n", c.tokens, c.nb * 8);
     __nv_bfloat16 *want = (__nv_bfloat16 *)malloc(c.attn_elems * 2), *got = (__nv_bfloat16 *)malloc(c.attn_elems * 2);
-    probe_run(&c, 0, want, NULL, NULL);   // fills the cache; the reference form's output
-    probe_run(&c, 1, got, want, "ref");
+    bool ok = probe_run(&c, 0, want, NULL, NULL);   // fills the cache; the reference form's output
+    ok = probe_run(&c, 1, got, want, "ref") && ok;
     unsigned int stall = 0;
     MKG_CUDA_CHECK(cudaMemcpy(&stall, c.stall, 4, cudaMemcpyDeviceToHost));
     printf("stall word %u\n", stall);
     free(want);
     free(got);
-    return stall ? 1 : 0;
+    return ok && stall == 0 ? 0 : 1;
 }
