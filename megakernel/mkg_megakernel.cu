@@ -115,11 +115,16 @@ static __device__ __forceinline__ void mkg_mk_phase_mark(int point)
 // Thread 0, timeline on: when the item's input was complete goes to the scratch word at
 // MKG_MK_READY_AT (in shared memory: a register held across the op spilled); after a dry pass
 // that is when the wait after it returned, so input that landed during the dry pass reads late.
-// lone: the task has no more items than the grid has CTAs, so this is the CTA's only item of
-// it, usually reached while its input is still being made (see "Warm" below).
-static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int task, const mkg_mk_op *op, int item,
-                                                    unsigned char *scratch, int tid, bool lone)
+// deal: the item's place in the task's deal of `items` (the item run, which it returns, unless
+// MKG_MK_OPT_ATTN_FOLD reorders prefill attention: mkg_mk_attn_fold). lone: the task has no more
+// items than the grid has CTAs, so this is the CTA's only item of it, usually reached while its
+// input is still being made (see "Warm" below).
+static __device__ __noinline__ int mkg_mk_run_item(const mkg_mk_args *a, int task, const mkg_mk_op *op, int deal,
+                                                   int items, unsigned char *scratch, int tid)
 {
+    const bool lone = items <= (int)gridDim.x;
+    const bool fold = op->kind == MKG_MK_ATTN && a->prefill && (a->opts & MKG_MK_OPT_ATTN_FOLD);
+    const int item = fold ? mkg_mk_attn_fold(items, (int)gridDim.x, deal) : deal;
     const mkg_model_config *c = &a->cfg;
     volatile unsigned int *flag = (volatile unsigned int *)(scratch + MKG_LAUNCH_EPI_BYTES - 16);
     int r0, r1, out_rb;
@@ -130,6 +135,10 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
         elems = (unsigned int)(r1 - r0) * (unsigned int)op->out_cols;
     } else {
         mkg_mk_attn_rows(c, a->m, a->prefill, a->attn_split, item, &r0, &r1, &out_rb);
+        // Rotate-once, lazy: the keys of earlier row blocks come from the cache behind their flags,
+        // each set after its item's own wait for that block, so the item waits for its own block only.
+        if (a->prefill && (a->opts & MKG_MK_OPT_ROPE_ONCE) && (a->opts & MKG_MK_OPT_ATTN_LAZY))
+            r0 = 64 * out_rb;
     }
     // Decode attention: part of (token t, KV head g); -1: the item is not split. The part that
     // stores signals the whole (token, KV head): the elements of its unsplit item.
@@ -219,6 +228,7 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
                 mkg_op_rope_once once;
                 once.flags = a->rope_ctr + (size_t)op->layer * a->rb_max * c->kv_heads;
                 once.kvh = c->kv_heads;
+                once.lazy = (a->opts & MKG_MK_OPT_ATTN_LAZY) != 0;
                 once.stall = a->stall;
                 once.tag = (unsigned int)task;
                 once.timeout_ns = a->timeout_ns;
@@ -242,6 +252,7 @@ static __device__ __noinline__ void mkg_mk_run_item(const mkg_mk_args *a, int ta
     mkg_bar_sync_any(MKG_MK_BAR, MKG_OP_THREADS);
     if (tid == 0 && ok && stored)
         mkg_dep_signal(a->counters + (size_t)task * a->rb_max, out_rb, elems);
+    return item;
 }
 
 // ---- norms inside the GEMMs (MKG_MK_OPT_NORM_IN_GEMM) ---------------------------------------
@@ -638,9 +649,9 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                         staged = false;
                     }
                     const uint64_t t0 = a.timeline ? mkg_globaltimer() : 0;
-                    mkg_mk_run_item(&a, o, &op, i, scratch, tid, items <= grid);
+                    const int ran = mkg_mk_run_item(&a, o, &op, i, items, scratch, tid);
                     if (tid == 0)
-                        mkg_mk_stamp(&a, &stamps, o, i, t0,
+                        mkg_mk_stamp(&a, &stamps, o, ran, t0,
                                      *(volatile unsigned long long *)(scratch + MKG_MK_READY_AT),
                                      op.kind == MKG_MK_ATTN && !a.prefill
                                          ? (const volatile unsigned long long *)(scratch + MKG_MK_PHASE_AT)

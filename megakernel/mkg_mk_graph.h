@@ -146,6 +146,17 @@ static MKG_HD void mkg_mk_attn_rows(const mkg_model_config *c, int m, int prefil
     }
 }
 
+/* MKG_MK_OPT_ATTN_FOLD: the attention item that deal position i of n (items dealt round robin over
+ * `grid` CTAs, position i to the CTA of position i - grid before it) runs. With grid < n <= 2 grid a
+ * CTA's first item is the i-th (i-th shortest: prefill items grow with their row block) and its second
+ * the (n - 1 - (i - grid))-th, the longest left; otherwise the identity. Deadlock-free with the
+ * rotate-once flags, where an item waits only on items of earlier row blocks: every first item waits
+ * on first items only, and every second item runs once its CTA's first item is done. */
+static MKG_HD int mkg_mk_attn_fold(int n, int grid, int i)
+{
+    return n > grid && n <= 2 * grid && i >= grid ? n - 1 - (i - grid) : i;
+}
+
 /* Elements attention item i adds to its output row block: a (token, KV head)'s G x 64, in
  * equal shares over its parts (the device's last part signals all of them at once, after all
  * parts finished: the same point at which the shares would complete the count). */

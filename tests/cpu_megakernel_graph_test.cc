@@ -57,8 +57,11 @@ struct item {
 
 // Every item of every task at step size m, GEMMs cut by schedule sched[task]; fused: the step runs
 // its norms inside the GEMMs (mkg_mk_norm_in_gemm_step), so those norms have no items.
+// lazy: MKG_MK_OPT_ATTN_LAZY with ROPE_ONCE, where a prefill attention item reads QKV rows of its own
+// row block only (the earlier blocks' keys come behind their flags).
 std::vector<std::vector<item>> enumerate(const mkg_model_config &c, const std::vector<mkg_mk_op> &ops, int m,
-                                         int prefill, const std::vector<int> &sched, int fused = 0, int norm_rows = 64)
+                                         int prefill, const std::vector<int> &sched, int fused = 0, int norm_rows = 64,
+                                         bool lazy = false)
 {
     std::vector<std::vector<item>> all(ops.size());
     for (size_t t = 0; t < ops.size(); ++t) {
@@ -94,6 +97,8 @@ std::vector<std::vector<item>> enumerate(const mkg_model_config &c, const std::v
                     it.write_rows.push_back({it.r0, it.r1});
                 } else {
                     mkg_mk_attn_rows(&c, m, prefill, split, i, &it.r0, &it.r1, &out_rb);
+                    if (prefill && lazy)
+                        it.r0 = 64 * out_rb;
                     it.writes.push_back({out_rb, mkg_mk_attn_elems(&c, m, prefill, split, i)});
                     const int w0 = prefill ? 64 * (i / c.kv_heads) : i / split / c.kv_heads;
                     const int w1 = prefill ? std::min(m, w0 + 64) : w0 + 1;
@@ -212,7 +217,7 @@ TEST(MegakernelGraph, RandomInterleavingsNeverDeadlockNorRunEarly)
         for (int m : {1, 8, 64, 300}) {
             if (!prefill && m > c.max_batch)
                 continue;
-            for (int sms : {1, 7, 132}) {
+            for (int sms : {1, 7, 23, 132}) {   // 7 and 23 fold prefill attention (m 64, 300)
                 for (int rep = 0; rep < 6; ++rep, ++runs) {
                     // Odd repetitions run the norms inside the GEMMs where the step allows it; repetitions
                     // 2, 3 deal norm items of 16 rows (MKG_MK_OPT_NORM_ROWS_16).
@@ -223,17 +228,22 @@ TEST(MegakernelGraph, RandomInterleavingsNeverDeadlockNorRunEarly)
                     // items set. The item is modelled whole (its flag set when it completes); on the GPU
                     // it sets its flag before it waits, so this model is the stricter one.
                     const bool rope_once = prefill && rep % 3 != 2;
+                    // Odd repetitions of a prefill step with rope_once: MKG_MK_OPT_ATTN_FOLD and ATTN_LAZY (the
+                    // attention items dealt by mkg_mk_attn_fold; each waits for its own QKV row block only).
+                    const bool fold = rope_once && (rep & 1);
                     std::vector<std::vector<char>> rope_flag(ops.size(), std::vector<char>(64 * c.kv_heads, 0));
                     std::vector<int> sched(ops.size());
                     for (auto &s : sched)
                         s = (int)(rng() % MKG_SCHED_COUNT);
-                    const auto all = enumerate(c, ops, m, prefill, sched, fused, norm_rows);
+                    const auto all = enumerate(c, ops, m, prefill, sched, fused, norm_rows, fold);
                     // Deal items to SMs exactly as the kernel does.
                     std::vector<std::vector<const item *>> queue(sms);
                     int base = 0;
                     for (size_t t = 0; t < ops.size(); ++t) {
-                        for (size_t i = 0; i < all[t].size(); ++i)
-                            queue[(base + i) % sms].push_back(&all[t][i]);
+                        const int n = (int)all[t].size();
+                        const bool f = fold && ops[t].kind == MKG_MK_ATTN;
+                        for (int d = 0; d < n; ++d)
+                            queue[(base + d) % sms].push_back(&all[t][f ? mkg_mk_attn_fold(n, sms, d) : d]);
                         base = (int)((base + all[t].size()) % sms);
                     }
                     std::vector<unsigned long long> counter(ops.size() * 64, 0);
@@ -289,6 +299,29 @@ TEST(MegakernelGraph, RandomInterleavingsNeverDeadlockNorRunEarly)
             }
         }
     EXPECT_GT(runs, 80);
+}
+
+// MKG_MK_OPT_ATTN_FOLD's deal: a permutation of the items; with grid < n <= 2 grid each CTA's two items
+// sum to n - 1 (the shortest left with the longest left) and the first round keeps the first grid
+// items in order; otherwise the identity.
+TEST(MegakernelGraph, AttentionFoldPairsShortWithLong)
+{
+    for (int grid : {1, 7, 66, 132})
+        for (int n : {1, 6, 7, 8, 13, 14, 15, 64, 131, 132, 133, 200, 256, 264, 265, 512}) {
+            std::vector<int> seen(n, 0);
+            for (int d = 0; d < n; ++d) {
+                const int i = mkg_mk_attn_fold(n, grid, d);
+                ASSERT_GE(i, 0);
+                ASSERT_LT(i, n);
+                ++seen[i];
+                if (n <= grid || n > 2 * grid || d < grid)
+                    EXPECT_EQ(i, d) << "n " << n << " grid " << grid;
+                else
+                    EXPECT_EQ(i + mkg_mk_attn_fold(n, grid, d - grid), n - 1) << "n " << n << " grid " << grid;
+            }
+            for (int i = 0; i < n; ++i)
+                ASSERT_EQ(seen[i], 1) << "item " << i << " n " << n << " grid " << grid;
+        }
 }
 
 // The printed plan is the one the megakernel runs: its layers are described with the SM count

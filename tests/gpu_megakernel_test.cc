@@ -92,9 +92,10 @@ void step_logits(mkg_mk_runner *r, const mkg_mk_case &k, unsigned long long seed
 // prefill step (or the n steps of `cases`), without `bits`, twice with them and once more without,
 // give equal logits in every row (the last run checks that the reference repeats).
 void expect_launch_option_keeps_the_bits(unsigned int bits, const char *what, const mkg_mk_case *cases = nullptr,
-                                         int n = 0)
+                                         int n = 0, int max_tokens = 512)
 {
-    const mkg_model_config c = test_config(2);
+    mkg_model_config c = test_config(2);
+    c.max_tokens = max_tokens;
     mkg_mk_runner *r = nullptr;
     ASSERT_EQ(mkg_mk_runner_create(&c, &r), 0);
     mkg_mk *mk = mkg_mk_runner_mk(r);
@@ -302,6 +303,19 @@ TEST_F(Megakernel, RopeOnceOptionKeepsTheBits)
 {
     const mkg_mk_case cases[] = {{"prefill", 100, 0, 1}, {"prefill", 200, 45, 1}, {"decode", 8, 40, 1}};
     expect_launch_option_keeps_the_bits(MKG_MK_OPT_ROPE_ONCE, "rotate-once prefill attention differs", cases, 3);
+}
+
+// MKG_MK_OPT_ATTN_LAZY (the item waits for its own QKV row block, and for each earlier block's flag
+// at the tile that first holds its keys) and MKG_MK_OPT_ATTN_FOLD (a CTA's second item is the
+// longest left) move only when items start and wait: no bit may change. Steps of 2048 tokens at
+// position 0 (256 items on 132 SMs: folded) and of 1100 at 45 (144 items; a start inside a key
+// tile), then LAZY alone at 2048.
+TEST_F(Megakernel, AttentionLazyAndFoldOptionsKeepTheBits)
+{
+    const mkg_mk_case cases[] = {{"prefill", 2048, 0, 1}, {"prefill", 1100, 45, 1}};
+    expect_launch_option_keeps_the_bits(MKG_MK_OPT_ATTN_LAZY | MKG_MK_OPT_ATTN_FOLD,
+                                        "lazy flags with the folded deal differ", cases, 2, 2048);
+    expect_launch_option_keeps_the_bits(MKG_MK_OPT_ATTN_LAZY, "lazy flags differ", cases, 1, 2048);
 }
 
 // Small steps for compute-sanitizer (memcheck, racecheck, synccheck): 2 layers, decode
