@@ -119,12 +119,18 @@ static __device__ __forceinline__ void mkg_mk_phase_mark(int point)
 // MKG_MK_OPT_ATTN_FOLD reorders prefill attention: mkg_mk_attn_fold). lone: the task has no more
 // items than the grid has CTAs, so this is the CTA's only item of it, usually reached while its
 // input is still being made (see "Warm" below).
+// MKG_MK_OPT_ATTN_FOLD with ROPE_ONCE, prefill attention: an item waits for its own QKV row block
+// only (the keys of earlier blocks come from the cache behind their flags, each set after its
+// item's wait for that block); in a folded deal a first item also waits for, appends and flags the
+// keys of its CTA's second item (partner), which then appends nothing.
 static __device__ __noinline__ int mkg_mk_run_item(const mkg_mk_args *a, int task, const mkg_mk_op *op, int deal,
                                                    int items, unsigned char *scratch, int tid)
 {
     const bool lone = items <= (int)gridDim.x;
-    const bool fold = op->kind == MKG_MK_ATTN && a->prefill && (a->opts & MKG_MK_OPT_ATTN_FOLD);
+    const bool fold = op->kind == MKG_MK_ATTN && a->prefill && (a->opts & MKG_MK_OPT_ATTN_FOLD) &&
+                      (a->opts & MKG_MK_OPT_ROPE_ONCE);
     const int item = fold ? mkg_mk_attn_fold(items, (int)gridDim.x, deal) : deal;
+    const int partner = fold ? mkg_mk_attn_partner(items, (int)gridDim.x, deal) : -1;
     const mkg_model_config *c = &a->cfg;
     volatile unsigned int *flag = (volatile unsigned int *)(scratch + MKG_LAUNCH_EPI_BYTES - 16);
     int r0, r1, out_rb;
@@ -135,9 +141,7 @@ static __device__ __noinline__ int mkg_mk_run_item(const mkg_mk_args *a, int tas
         elems = (unsigned int)(r1 - r0) * (unsigned int)op->out_cols;
     } else {
         mkg_mk_attn_rows(c, a->m, a->prefill, a->attn_split, item, &r0, &r1, &out_rb);
-        // Rotate-once, lazy: the keys of earlier row blocks come from the cache behind their flags,
-        // each set after its item's own wait for that block, so the item waits for its own block only.
-        if (a->prefill && (a->opts & MKG_MK_OPT_ROPE_ONCE) && (a->opts & MKG_MK_OPT_ATTN_LAZY))
+        if (fold)
             r0 = 64 * out_rb;
     }
     // Decode attention: part of (token t, KV head g); -1: the item is not split. The part that
@@ -206,6 +210,10 @@ static __device__ __noinline__ int mkg_mk_run_item(const mkg_mk_args *a, int tas
                     if (w)
                         w = mkg_dep_wait_rows(ctr, per_row, a->m, r0, r1, a->stall, (unsigned int)task,
                                               a->timeout_ns);
+                    const int p0 = 64 * (partner / c->kv_heads);
+                    if (w && partner >= 0)
+                        w = mkg_dep_wait_rows(ctr, per_row, a->m, p0, p0 + 64, a->stall, (unsigned int)task,
+                                              a->timeout_ns);
                 }
                 *flag = w ? 1u : 0u;
                 if (a->timeline)
@@ -228,7 +236,9 @@ static __device__ __noinline__ int mkg_mk_run_item(const mkg_mk_args *a, int tas
                 mkg_op_rope_once once;
                 once.flags = a->rope_ctr + (size_t)op->layer * a->rb_max * c->kv_heads;
                 once.kvh = c->kv_heads;
-                once.lazy = (a->opts & MKG_MK_OPT_ATTN_LAZY) != 0;
+                once.pair = partner;
+                once.pair_rows = (int)mkg_mk_block_rows(a->m, partner / c->kv_heads);
+                once.appended = fold && mkg_mk_attn_appended(items, (int)gridDim.x, deal);
                 once.stall = a->stall;
                 once.tag = (unsigned int)task;
                 once.timeout_ns = a->timeout_ns;

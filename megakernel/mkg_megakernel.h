@@ -72,13 +72,11 @@ extern "C" {
 #define MKG_MK_OPT_ROPE_ONCE 16777216u /* prefill attention: each item rotates and appends its own tokens' keys
                                         once and flags them; the others read them from the cache (the same bits;
                                         mkg_op_attention_prefill's rotate-once mode, v104) */
-#define MKG_MK_OPT_ATTN_LAZY 33554432u /* prefill attention under ROPE_ONCE: an item waits for its own row block
-                                         of QKV only, and for each earlier block's flag just before the key tile
-                                         that first holds its keys (mkg_op_rope_once::lazy), not for all of
-                                         them before the first tile (v108) */
-#define MKG_MK_OPT_ATTN_FOLD 67108864u /* prefill attention of more items than CTAs but at most twice as many: a
-                                          CTA's second item is the longest left (mkg_mk_attn_fold), so each CTA
-                                          attends about as many keys as any other (v108) */
+#define MKG_MK_OPT_ATTN_FOLD 33554432u /* prefill attention with ROPE_ONCE (ignored without): each item waits
+                                          for its own QKV row block only; with more items than CTAs but at most
+                                          twice as many, a CTA's second item is the longest left and its first
+                                          item appends and flags the second's keys too (mkg_mk_attn_fold,
+                                          mkg_mk_attn_partner), so each CTA attends about as many keys (v108) */
 /* Bits the GEMM rows of the dispatch table take at mkg_mk_create (deps.flags). */
 #define MKG_MK_OPT_TABLE_BITS                                                                          \
     (MKG_MK_OPT_GEMM_L2_TAIL | MKG_MK_OPT_GEMM_L2_ALL | MKG_MK_OPT_B_EVICT_FIRST | MKG_MK_OPT_A_MAP_PREFETCH | \

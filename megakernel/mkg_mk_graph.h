@@ -146,15 +146,35 @@ static MKG_HD void mkg_mk_attn_rows(const mkg_model_config *c, int m, int prefil
     }
 }
 
-/* MKG_MK_OPT_ATTN_FOLD: the attention item that deal position i of n (items dealt round robin over
- * `grid` CTAs, position i to the CTA of position i - grid before it) runs. With grid < n <= 2 grid a
- * CTA's first item is the i-th (i-th shortest: prefill items grow with their row block) and its second
- * the (n - 1 - (i - grid))-th, the longest left; otherwise the identity. Deadlock-free with the
- * rotate-once flags, where an item waits only on items of earlier row blocks: every first item waits
- * on first items only, and every second item runs once its CTA's first item is done. */
+/* MKG_MK_OPT_ATTN_FOLD: whether n items dealt round robin over `grid` CTAs fold (two rounds). */
+static MKG_HD int mkg_mk_attn_folds(int n, int grid)
+{
+    return n > grid && n <= 2 * grid;
+}
+
+/* MKG_MK_OPT_ATTN_FOLD: the attention item that deal position i of n (position i runs on the CTA of
+ * position i - grid, after it) runs. Folded, a CTA's first item is the i-th (the i-th shortest:
+ * prefill items grow with their row block) and its second the (n - 1 - (i - grid))-th, the longest
+ * left; otherwise the identity. */
 static MKG_HD int mkg_mk_attn_fold(int n, int grid, int i)
 {
-    return n > grid && n <= 2 * grid && i >= grid ? n - 1 - (i - grid) : i;
+    return mkg_mk_attn_folds(n, grid) && i >= grid ? n - 1 - (i - grid) : i;
+}
+
+/* MKG_MK_OPT_ATTN_FOLD (with ROPE_ONCE): the item whose keys the item at deal position i appends and
+ * flags besides its own, its CTA's second item (-1: none). So every row block's keys are flagged in
+ * the first round, and an item waits only on first items: a first item on first items of earlier
+ * blocks, a second one (which starts after its CTA's first) on any. No cycle, no deadlock. */
+static MKG_HD int mkg_mk_attn_partner(int n, int grid, int i)
+{
+    return mkg_mk_attn_folds(n, grid) && i < grid && i + grid < n ? mkg_mk_attn_fold(n, grid, i + grid) : -1;
+}
+
+/* MKG_MK_OPT_ATTN_FOLD (with ROPE_ONCE): 1 if the item at deal position i had its keys appended by
+ * its CTA's first item (mkg_mk_attn_partner). */
+static MKG_HD int mkg_mk_attn_appended(int n, int grid, int i)
+{
+    return mkg_mk_attn_folds(n, grid) && i >= grid;
 }
 
 /* Elements attention item i adds to its output row block: a (token, KV head)'s G x 64, in

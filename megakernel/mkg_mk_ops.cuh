@@ -27,7 +27,7 @@
 
 /* Scratch of each op (bytes); rmsnorm needs none. */
 #define MKG_OP_DECODE_SCRATCH_BYTES 9744   /* q 1 KB + current k, v 256 B + 8 warp partials 8.5 KB + flag */
-#define MKG_OP_PREFILL_SCRATCH_BYTES 24720 /* q table 16 KB / two bf16 K, V tiles 16 KB, frequencies, frontier */
+#define MKG_OP_PREFILL_SCRATCH_BYTES 24704 /* q table 16 KB / two bf16 K, V tiles 16 KB, frequencies */
 
 static_assert(MKG_OP_DECODE_SCRATCH_BYTES <= 32768, "decode scratch over 32 KB");
 static_assert(MKG_OP_PREFILL_SCRATCH_BYTES <= 32768, "prefill scratch over 32 KB");
@@ -770,9 +770,7 @@ static __device__ __forceinline__ void mkg_op_ldmatrix_x4_trans(uint32_t r[4], u
 #define MKG_OP_PREFILL_BUF0 16384   /* tiles 0, 2, 4, ... (8 KB) */
 #define MKG_OP_PREFILL_BUF1 0       /* tiles 1, 3, 5, ... (8 KB, over the table once it is consumed) */
 #define MKG_OP_PREFILL_FREQ 24576   /* RoPE inverse frequencies of the 32 pairs, FP32 */
-#define MKG_OP_PREFILL_FRONT 24704  /* rotate-once: warp 0's frontier of flagged row blocks (mkg_op_prefill_flags) */
-static_assert(MKG_OP_PREFILL_FREQ + 128 <= MKG_OP_PREFILL_FRONT, "prefill scratch layout");
-static_assert(MKG_OP_PREFILL_FRONT + 4 <= MKG_OP_PREFILL_SCRATCH_BYTES, "prefill scratch layout");
+static_assert(MKG_OP_PREFILL_FREQ + 128 <= MKG_OP_PREFILL_SCRATCH_BYTES, "prefill scratch layout");
 static_assert(MKG_OP_PREFILL_BUF0 + 8192 <= MKG_OP_PREFILL_FREQ, "tile buffer 0 overlaps the frequencies");
 static_assert(32 * 64 * 8 <= MKG_OP_PREFILL_BUF0, "the q cos / sin table overlaps tile buffer 0");
 
@@ -854,50 +852,19 @@ static __device__ __forceinline__ void mkg_op_prefill_convert(unsigned char *til
 // rotates and appends only its own tokens' keys, flags them, and reads every other key of the step
 // from the cache once the items holding them have flagged theirs. flags[rb * kvh + g]: row block
 // rb of this step has appended KV head g's keys (zeroed per step). A wait that times out records the
-// stall (mkg_dep_wait) and the item goes on, so the grid still drains. lazy: 0 waits for every
-// earlier block's flag before the first key tile; 1 waits for each block's flag just before the tile
-// that first holds its keys is staged (mkg_op_prefill_flags), so a long item starts on the blocks
-// that are there while later ones are still being appended.
+// stall (mkg_dep_wait) and the item goes on, so the grid still drains.
+// pair (>= 0): this item also appends and flags the keys of item `pair` (row block pair / kvh, KV
+// head pair % kvh, pair_rows tokens), which runs later on the same CTA with `appended` set: it then
+// neither appends nor flags its own (the megakernel's MKG_MK_OPT_ATTN_FOLD, where every block's keys
+// are flagged during the first round of items).
 typedef struct mkg_op_rope_once {
     unsigned int *flags;
     int kvh;
-    int lazy;
+    int pair, pair_rows, appended;
     unsigned int *stall;
     unsigned int tag;
     unsigned long long timeout_ns;
 } mkg_op_rope_once;
-
-// Rotate-once, lazy: the highest of the step's row blocks (below the item's own, own_rb) whose keys
-// key tile T holds; -1 when it holds none (keys of earlier steps, from the cache).
-static __device__ __forceinline__ int mkg_op_prefill_need(int T, int pos0, int n_keys, int own_rb)
-{
-    const int last = min(T * MKG_OP_PREFILL_KEYS + MKG_OP_PREFILL_KEYS, n_keys) - 1;
-    return last < pos0 ? -1 : min((last - pos0) / 64, own_rb - 1);
-}
-
-// Rotate-once, lazy; all 32 lanes of one warp, *front warp-uniform: blocks < *front are known to be
-// flagged; returns once blocks <= need are too. The lanes poll 32 blocks in one round trip and the
-// run of flagged ones from *front moves it on; a block still unflagged is waited for by lane 0
-// (bounded; after a stall the item goes on, as above). The acquires precede the caller's barrier,
-// which orders them before every thread's copies of those keys.
-static __device__ __forceinline__ void mkg_op_prefill_flags(const mkg_op_rope_once *once, int g, int own_rb, int need,
-                                                            int *front, int lane)
-{
-    while (*front <= need) {
-        const int b = *front + lane;
-        const bool ok = b < own_rb && mkg_ld_acquire_gpu_u32(once->flags + b * once->kvh + g) != 0u;
-        const unsigned int run = __ballot_sync(0xFFFFFFFFu, ok);
-        int n = run == 0xFFFFFFFFu ? 32 : __ffs(~run) - 1;
-        if (n == 0) {
-            if (lane == 0)
-                mkg_dep_wait(once->flags + *front * once->kvh + g, 1u, once->stall, once->tag, (unsigned int)*front,
-                             once->timeout_ns);
-            __syncwarp();
-            n = 1;
-        }
-        *front += n;
-    }
-}
 
 // Rotate-once: thread (key lj = tid / 4, q = tid % 4) rotates RoPE pairs 8 q .. 8 q + 7 of key
 // row lj (token t0 + lj, position pos0 + t0 + lj) as mkg_op_prefill_convert does (the same bits),
@@ -983,33 +950,31 @@ static __device__ __forceinline__ void mkg_op_attention_prefill(const mkg_model_
     }
     mkg_bar_sync_any(bar, MKG_OP_THREADS);
 
-    // Rotate-once: warp 0's frontier of flagged row blocks (mkg_op_prefill_flags), in shared memory
-    // (a register live through the key loop cost the megakernel's caller ~4 KB of spills); 0x7FFFFFFF
-    // when every flag was waited for up front.
-    volatile int *s_front = (volatile int *)(scratch + MKG_OP_PREFILL_FRONT);
     if (once) {
         // ---- this item's keys into the cache, its flag, then the flags of the step's earlier
-        // row blocks (lanes of warp 0, one block each; lazy: those of the first tile only); the
-        // barrier hands their acquires on.
-        mkg_op_prefill_own_keys(scratch + MKG_OP_PREFILL_BUF0, s_freq, qkv_k, qkv_v, qkv_n, kc, vc, t0, tcount, pos0,
-                                tid);
-        mkg_bar_sync_any(bar, MKG_OP_THREADS);
-        const int own_rb = t0 / 64;
-        if (tid == 0)
-            mkg_dep_signal(once->flags, own_rb * once->kvh + g, 1u);
-        if (tid < 32) {
-            int front = 0x7FFFFFFF;
-            if (once->lazy) {
-                front = 0;
-                mkg_op_prefill_flags(once, g, own_rb, mkg_op_prefill_need(0, pos0, n_keys, own_rb), &front, lane);
-            } else {
-                for (int b = tid; b < own_rb; b += 32)
-                    mkg_dep_wait(once->flags + b * once->kvh + g, 1u, once->stall, once->tag, (unsigned int)b,
-                                 once->timeout_ns);
-            }
-            if (tid == 0)
-                *s_front = front;
+        // row blocks (lanes of warp 0, one block each); the barrier hands their acquires on.
+        // With a pair, its keys too (the same rows of scratch, each thread its own, one after the other).
+        if (!once->appended)
+            mkg_op_prefill_own_keys(scratch + MKG_OP_PREFILL_BUF0, s_freq, qkv_k, qkv_v, qkv_n, kc, vc, t0, tcount,
+                                    pos0, tid);
+        if (once->pair >= 0) {
+            const int pg = once->pair % once->kvh;
+            const size_t pbase = mkg_op_cache_base(cfg, layer, 0, pg);
+            mkg_op_prefill_own_keys(scratch + MKG_OP_PREFILL_BUF0, s_freq,
+                                    qkv + (cfg->q_heads + pg) * MKG_OP_HEAD_DIM,
+                                    qkv + (cfg->q_heads + cfg->kv_heads + pg) * MKG_OP_HEAD_DIM, qkv_n, k_cache + pbase,
+                                    v_cache + pbase, 64 * (once->pair / once->kvh), once->pair_rows, pos0, tid);
         }
+        mkg_bar_sync_any(bar, MKG_OP_THREADS);
+        const int rb = t0 / 64;
+        if (tid == 0 && !once->appended)
+            mkg_dep_signal(once->flags, rb * once->kvh + g, 1u);
+        if (tid == 0 && once->pair >= 0)
+            mkg_dep_signal(once->flags, once->pair, 1u);     // pair = its block * kvh + its head
+        if (tid < 32)
+            for (int b = tid; b < rb; b += 32)
+                mkg_dep_wait(once->flags + b * once->kvh + g, 1u, once->stall, once->tag, (unsigned int)b,
+                             once->timeout_ns);
         mkg_bar_sync_any(bar, MKG_OP_THREADS);
         mkg_op_prefill_stage(scratch + MKG_OP_PREFILL_BUF0, kc, vc, qkv_k, qkv_v, qkv_n, 0, src0, n_keys, tid);
     }
@@ -1069,15 +1034,6 @@ static __device__ __forceinline__ void mkg_op_attention_prefill(const mkg_model_
     for (int T = 0; T < ntiles; ++T) {
         const int tile0 = T * MKG_OP_PREFILL_KEYS;
         unsigned char *tile = scratch + ((T & 1) ? MKG_OP_PREFILL_BUF1 : MKG_OP_PREFILL_BUF0);
-        if (once && warp == 0 && T + 1 < ntiles) {    // tile T + 1's blocks flagged before the barrier
-            const int need = mkg_op_prefill_need(T + 1, pos0, n_keys, t0 / 64);
-            int front = *s_front;
-            if (front <= need) {
-                mkg_op_prefill_flags(once, g, t0 / 64, need, &front, lane);
-                if (lane == 0)
-                    *s_front = front;
-            }
-        }
         mkg_cp_async_wait_all();
         mkg_bar_sync_any(bar, MKG_OP_THREADS);   // tile T landed; tile T - 1 (or the q table) consumed
         if (!once) {

@@ -51,17 +51,21 @@ int gemm_n(const mkg_model_config &c, int row)
 struct item {
     int task, index;
     int r0, r1;                         // input rows read (of the dep task's output)
+    int p0 = 0, p1 = 0;                 // more input rows read (a folded attention item's partner block)
+    int partner = -1;                   // folded attention: the item whose keys this one appends and flags
+    bool appended = false;              // folded attention: its keys were appended by its CTA's first item
     std::vector<std::pair<int, unsigned>> writes;   // (row block, elements)
     std::vector<std::pair<int, int>> write_rows;    // [r0, r1) written
 };
 
 // Every item of every task at step size m, GEMMs cut by schedule sched[task]; fused: the step runs
 // its norms inside the GEMMs (mkg_mk_norm_in_gemm_step), so those norms have no items.
-// lazy: MKG_MK_OPT_ATTN_LAZY with ROPE_ONCE, where a prefill attention item reads QKV rows of its own
-// row block only (the earlier blocks' keys come behind their flags).
+// fold_grid > 0: MKG_MK_OPT_ATTN_FOLD with ROPE_ONCE on that many CTAs: a prefill attention item reads
+// QKV rows of its own row block only (the earlier blocks' keys come behind their flags), and item d of
+// the task's list is the one at deal position d (mkg_mk_attn_fold), with its partner's block read too.
 std::vector<std::vector<item>> enumerate(const mkg_model_config &c, const std::vector<mkg_mk_op> &ops, int m,
                                          int prefill, const std::vector<int> &sched, int fused = 0, int norm_rows = 64,
-                                         bool lazy = false)
+                                         int fold_grid = 0)
 {
     std::vector<std::vector<item>> all(ops.size());
     for (size_t t = 0; t < ops.size(); ++t) {
@@ -72,7 +76,7 @@ std::vector<std::vector<item>> enumerate(const mkg_model_config &c, const std::v
             const int tm = (m + s->tile_m - 1) / s->tile_m, tn = (n + s->tile_n - 1) / s->tile_n;
             for (int u = 0; u < tm * tn; ++u) {
                 const mkg_tile tl = mkg_tile_of_unit(u, tm, tn, s->raster, s->group);
-                item it{(int)t, u, tl.m * s->tile_m, std::min(m, tl.m * s->tile_m + s->tile_m), {}, {}};
+                item it{(int)t, u, tl.m * s->tile_m, std::min(m, tl.m * s->tile_m + s->tile_m)};
                 int cols = std::min(n, tl.n * s->tile_n + s->tile_n) - tl.n * s->tile_n;
                 if (op.out_cols * 2 == n)       // SiLU-mul: half the columns
                     cols /= 2;
@@ -87,8 +91,10 @@ std::vector<std::vector<item>> enumerate(const mkg_model_config &c, const std::v
             const int split = mkg_mk_attn_split(&c, m, prefill);
             const bool none = mkg_mk_norm_fused(ops.data(), (int)ops.size(), (int)t, fused);
             const int items = none ? 0 : mkg_mk_items(&op, &c, m, prefill, split, norm_rows);
-            for (int i = 0; i < items; ++i) {
-                item it{(int)t, i, 0, 0, {}, {}};
+            for (int d = 0; d < items; ++d) {
+                const bool fold = prefill && fold_grid > 0 && op.kind == MKG_MK_ATTN;
+                const int i = fold ? mkg_mk_attn_fold(items, fold_grid, d) : d;
+                item it{(int)t, i, 0, 0};
                 int out_rb;
                 if (op.kind == MKG_MK_NORM) {
                     mkg_mk_norm_rows(m, norm_rows, i, &it.r0, &it.r1);
@@ -97,8 +103,15 @@ std::vector<std::vector<item>> enumerate(const mkg_model_config &c, const std::v
                     it.write_rows.push_back({it.r0, it.r1});
                 } else {
                     mkg_mk_attn_rows(&c, m, prefill, split, i, &it.r0, &it.r1, &out_rb);
-                    if (prefill && lazy)
+                    if (fold) {
                         it.r0 = 64 * out_rb;
+                        it.partner = mkg_mk_attn_partner(items, fold_grid, d);
+                        it.appended = mkg_mk_attn_appended(items, fold_grid, d) != 0;
+                        if (it.partner >= 0) {
+                            it.p0 = 64 * (it.partner / c.kv_heads);
+                            it.p1 = std::min(m, it.p0 + 64);
+                        }
+                    }
                     it.writes.push_back({out_rb, mkg_mk_attn_elems(&c, m, prefill, split, i)});
                     const int w0 = prefill ? 64 * (i / c.kv_heads) : i / split / c.kv_heads;
                     const int w1 = prefill ? std::min(m, w0 + 64) : w0 + 1;
@@ -228,22 +241,21 @@ TEST(MegakernelGraph, RandomInterleavingsNeverDeadlockNorRunEarly)
                     // items set. The item is modelled whole (its flag set when it completes); on the GPU
                     // it sets its flag before it waits, so this model is the stricter one.
                     const bool rope_once = prefill && rep % 3 != 2;
-                    // Odd repetitions of a prefill step with rope_once: MKG_MK_OPT_ATTN_FOLD and ATTN_LAZY (the
-                    // attention items dealt by mkg_mk_attn_fold; each waits for its own QKV row block only).
+                    // Odd repetitions of a prefill step with rope_once: MKG_MK_OPT_ATTN_FOLD (the attention
+                    // items dealt by mkg_mk_attn_fold, each reading its own QKV row block, a first item also its
+                    // partner's, whose flag it sets too; an appended item sets none).
                     const bool fold = rope_once && (rep & 1);
                     std::vector<std::vector<char>> rope_flag(ops.size(), std::vector<char>(64 * c.kv_heads, 0));
                     std::vector<int> sched(ops.size());
                     for (auto &s : sched)
                         s = (int)(rng() % MKG_SCHED_COUNT);
-                    const auto all = enumerate(c, ops, m, prefill, sched, fused, norm_rows, fold);
+                    const auto all = enumerate(c, ops, m, prefill, sched, fused, norm_rows, fold ? sms : 0);
                     // Deal items to SMs exactly as the kernel does.
                     std::vector<std::vector<const item *>> queue(sms);
                     int base = 0;
                     for (size_t t = 0; t < ops.size(); ++t) {
-                        const int n = (int)all[t].size();
-                        const bool f = fold && ops[t].kind == MKG_MK_ATTN;
-                        for (int d = 0; d < n; ++d)
-                            queue[(base + d) % sms].push_back(&all[t][f ? mkg_mk_attn_fold(n, sms, d) : d]);
+                        for (size_t i = 0; i < all[t].size(); ++i)   // folded: already in deal order
+                            queue[(base + i) % sms].push_back(&all[t][i]);
                         base = (int)((base + all[t].size()) % sms);
                     }
                     std::vector<unsigned long long> counter(ops.size() * 64, 0);
@@ -270,6 +282,9 @@ TEST(MegakernelGraph, RandomInterleavingsNeverDeadlockNorRunEarly)
                             for (int rb = it->r0 / 64; dep >= 0 && ok && rb * 64 < it->r1; ++rb)
                                 ok = counter[dep * 64 + rb] >=
                                      (unsigned long long)mkg_mk_block_rows(m, rb) * ops[dep].out_cols;
+                            for (int rb = it->p0 / 64; dep >= 0 && ok && rb * 64 < it->p1; ++rb)
+                                ok = counter[dep * 64 + rb] >=
+                                     (unsigned long long)mkg_mk_block_rows(m, rb) * ops[dep].out_cols;
                             if (rope_once && ops[it->task].kind == MKG_MK_ATTN)
                                 for (int b = 0; ok && b < it->index / c.kv_heads; ++b)
                                     ok = rope_flag[it->task][b * c.kv_heads + it->index % c.kv_heads] != 0;
@@ -286,8 +301,16 @@ TEST(MegakernelGraph, RandomInterleavingsNeverDeadlockNorRunEarly)
                             ASSERT_EQ(written[dep][r], writers[dep][r])
                                 << "task " << it->task << " item " << it->index << " ran before row " << r
                                 << " of task " << dep << " was complete (fused " << fused << ")";
-                        if (rope_once && ops[it->task].kind == MKG_MK_ATTN)
-                            rope_flag[it->task][it->index] = 1;      // index = block * kv_heads + head
+                        for (int r = it->p0; dep >= 0 && r < it->p1; ++r)
+                            ASSERT_EQ(written[dep][r], writers[dep][r])
+                                << "task " << it->task << " item " << it->index << " appended its partner's row "
+                                << r << " before it was complete";
+                        if (rope_once && ops[it->task].kind == MKG_MK_ATTN) {   // index = block * kv_heads + head
+                            if (!it->appended)
+                                rope_flag[it->task][it->index] = 1;
+                            if (it->partner >= 0)
+                                rope_flag[it->task][it->partner] = 1;
+                        }
                         for (auto w : it->writes)
                             counter[it->task * 64 + w.first] += w.second;
                         for (auto wr : it->write_rows)
@@ -302,8 +325,8 @@ TEST(MegakernelGraph, RandomInterleavingsNeverDeadlockNorRunEarly)
 }
 
 // MKG_MK_OPT_ATTN_FOLD's deal: a permutation of the items; with grid < n <= 2 grid each CTA's two items
-// sum to n - 1 (the shortest left with the longest left) and the first round keeps the first grid
-// items in order; otherwise the identity.
+// sum to n - 1 (the shortest left with the longest left), the first round keeps the first grid items
+// in order, and a first item's partner is its CTA's second; otherwise the identity and no partners.
 TEST(MegakernelGraph, AttentionFoldPairsShortWithLong)
 {
     for (int grid : {1, 7, 66, 132})
@@ -314,10 +337,16 @@ TEST(MegakernelGraph, AttentionFoldPairsShortWithLong)
                 ASSERT_GE(i, 0);
                 ASSERT_LT(i, n);
                 ++seen[i];
-                if (n <= grid || n > 2 * grid || d < grid)
+                const bool folds = n > grid && n <= 2 * grid;
+                EXPECT_EQ(mkg_mk_attn_folds(n, grid), folds ? 1 : 0);
+                if (!folds || d < grid)
                     EXPECT_EQ(i, d) << "n " << n << " grid " << grid;
                 else
                     EXPECT_EQ(i + mkg_mk_attn_fold(n, grid, d - grid), n - 1) << "n " << n << " grid " << grid;
+                // The partner is the CTA's second item; it is marked appended, and nothing else is.
+                const int partner = mkg_mk_attn_partner(n, grid, d);
+                EXPECT_EQ(partner, folds && d + grid < n ? mkg_mk_attn_fold(n, grid, d + grid) : -1);
+                EXPECT_EQ(mkg_mk_attn_appended(n, grid, d), folds && d >= grid ? 1 : 0);
             }
             for (int i = 0; i < n; ++i)
                 ASSERT_EQ(seen[i], 1) << "item " << i << " n " << n << " grid " << grid;

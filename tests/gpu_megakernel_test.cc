@@ -305,17 +305,16 @@ TEST_F(Megakernel, RopeOnceOptionKeepsTheBits)
     expect_launch_option_keeps_the_bits(MKG_MK_OPT_ROPE_ONCE, "rotate-once prefill attention differs", cases, 3);
 }
 
-// MKG_MK_OPT_ATTN_LAZY (the item waits for its own QKV row block, and for each earlier block's flag
-// at the tile that first holds its keys) and MKG_MK_OPT_ATTN_FOLD (a CTA's second item is the
-// longest left) move only when items start and wait: no bit may change. Steps of 2048 tokens at
-// position 0 (256 items on 132 SMs: folded) and of 1100 at 45 (144 items; a start inside a key
-// tile), then LAZY alone at 2048.
-TEST_F(Megakernel, AttentionLazyAndFoldOptionsKeepTheBits)
+// MKG_MK_OPT_ATTN_FOLD (with ROPE_ONCE: each item waits for its own QKV row block; folded, a CTA's
+// second item is the longest left and its first item appends and flags the second's keys) moves only
+// who appends which keys and when items start and wait: no bit may change. Steps of 2048 tokens at
+// position 0 (256 items on 132 SMs: folded), of 1100 at 45 (144 items; a start inside a key tile) and
+// of 200 at 0 (32 items: not folded, the narrowed wait only).
+TEST_F(Megakernel, AttentionFoldOptionKeepsTheBits)
 {
-    const mkg_mk_case cases[] = {{"prefill", 2048, 0, 1}, {"prefill", 1100, 45, 1}};
-    expect_launch_option_keeps_the_bits(MKG_MK_OPT_ATTN_LAZY | MKG_MK_OPT_ATTN_FOLD,
-                                        "lazy flags with the folded deal differ", cases, 2, 2048);
-    expect_launch_option_keeps_the_bits(MKG_MK_OPT_ATTN_LAZY, "lazy flags differ", cases, 1, 2048);
+    const mkg_mk_case cases[] = {{"prefill", 2048, 0, 1}, {"prefill", 1100, 45, 1}, {"prefill", 200, 0, 1}};
+    expect_launch_option_keeps_the_bits(MKG_MK_OPT_ATTN_FOLD, "the folded deal with partner keys differs", cases, 3,
+                                        2048);
 }
 
 // Small steps for compute-sanitizer (memcheck, racecheck, synccheck): 2 layers, decode

@@ -62,7 +62,9 @@ __global__ void __launch_bounds__(PROBE_MAX_THREADS, 1)
     mkg_op_rope_once once;
     once.flags = flags;
     once.kvh = cfg.kv_heads;
-    once.lazy = 0;
+    once.pair = -1;
+    once.pair_rows = 0;
+    once.appended = 0;
     once.stall = stall;
     once.tag = 1u;
     once.timeout_ns = 1000000000ull;
