@@ -81,9 +81,10 @@ extern "C" {
 #define MKG_MK_OPT_TABLE_BITS                                                                          \
     (MKG_MK_OPT_GEMM_L2_TAIL | MKG_MK_OPT_GEMM_L2_ALL | MKG_MK_OPT_B_EVICT_FIRST | MKG_MK_OPT_A_MAP_PREFETCH | \
      MKG_MK_OPT_READY_IN_ORDER | MKG_MK_OPT_L2_TAIL_GATE_UP)
-#define MKG_MK_OPT_DEFAULT 25299171u /* 1 2 32 64 128 2048 131072 (v73: decode b1 -2.2%) 8388608 (v99, norm items
+#define MKG_MK_OPT_DEFAULT 58853603u /* 1 2 32 64 128 2048 131072 (v73: decode b1 -2.2%) 8388608 (v99, norm items
                                        of 16 rows: b64 -9%, prefill 512 -7%, 2048 -2%) 16777216 (v104, rotate-once
-                                       prefill attention); the L2 tail measured slower (bench/NOTES.md, mk-v7,
+                                       prefill attention) 33554432 (v108, the folded attention deal: prefill 2048
+                                       -5.6% on the H200); the L2 tail measured slower (bench/NOTES.md, mk-v7,
                                        mk-v9), and so did the ring by geometry (v76) */
 
 /* Whether launch options `opts` run the norms inside the GEMMs where a step allows it
