@@ -84,7 +84,7 @@ extern "C" {
 #define MKG_MK_OPT_DEFAULT 58853603u /* 1 2 32 64 128 2048 131072 (v73: decode b1 -2.2%) 8388608 (v99, norm items
                                        of 16 rows: b64 -9%, prefill 512 -7%, 2048 -2%) 16777216 (v104, rotate-once
                                        prefill attention) 33554432 (v108, the folded attention deal: prefill 2048
-                                       -5.6% on the H200); the L2 tail measured slower (bench/NOTES.md, mk-v7,
+                                       -5% on the H200); the L2 tail measured slower (bench/NOTES.md, mk-v7,
                                        mk-v9), and so did the ring by geometry (v76) */
 
 /* Whether launch options `opts` run the norms inside the GEMMs where a step allows it
