@@ -112,25 +112,100 @@ static __device__ __forceinline__ void mkg_mk_phase_mark(int point)
 
 // ---- norm and attention items (256 consumer threads) ---------------------------------------
 
+// Thread 0's wait for the item's input (rows r0 .. r1 - 1 of op->dep's output, and a folded
+// first item's partner's row block p0: -1 none) and the forced-stall test hook; the flag hands
+// the outcome to the item's threads. Timeline on: when it returned goes to MKG_MK_READY_AT.
+static __device__ __forceinline__ bool mkg_mk_item_wait(const mkg_mk_args *a, int task, const mkg_mk_op *op, int r0,
+                                                        int r1, int p0, unsigned char *scratch, int tid)
+{
+    volatile unsigned int *flag = (volatile unsigned int *)(scratch + MKG_LAUNCH_EPI_BYTES - 16);
+    if (tid == 0) {
+        bool w = true;
+        if (op->dep >= 0) {
+            const unsigned int per_row = (unsigned int)a->ops[op->dep].out_cols;
+            const unsigned int *ctr = a->counters + (size_t)op->dep * a->rb_max;
+            if (task == a->force_task && a->force_extra)
+                w = mkg_dep_wait(ctr + r0 / 64, mkg_dep_rows(a->m, r0 / 64) * per_row + a->force_extra, a->stall,
+                                 (unsigned int)task, (unsigned int)(r0 / 64), a->timeout_ns);
+            if (w)
+                w = mkg_dep_wait_rows(ctr, per_row, a->m, r0, r1, a->stall, (unsigned int)task, a->timeout_ns);
+            if (w && p0 >= 0)
+                w = mkg_dep_wait_rows(ctr, per_row, a->m, p0, p0 + 64, a->stall, (unsigned int)task, a->timeout_ns);
+        }
+        *flag = w ? 1u : 0u;
+        if (a->timeline)
+            *(volatile unsigned long long *)(scratch + MKG_MK_READY_AT) = mkg_globaltimer();
+    }
+    mkg_bar_sync_any(MKG_MK_BAR, MKG_OP_THREADS);
+    return *flag != 0;
+}
+
+// The item's end: every thread's stores (and flag reads) are done before the count and the next item.
+static __device__ __forceinline__ void mkg_mk_item_done(const mkg_mk_args *a, int task, int out_rb, unsigned int elems,
+                                                        bool count, int tid)
+{
+    mkg_bar_sync_any(MKG_MK_BAR, MKG_OP_THREADS);
+    if (tid == 0 && count)
+        mkg_dep_signal(a->counters + (size_t)task * a->rb_max, out_rb, elems);
+}
+
+// A prefill attention item at deal place `deal` of `items`; returns the item run. Its own function
+// (v109 in bench/NOTES.md): the fold's facts held in mkg_mk_run_item cost the decode path there,
+// which shares that function's registers (v108: decode b1 +1.5%).
+// MKG_MK_OPT_ATTN_FOLD with ROPE_ONCE: the item is mkg_mk_attn_fold's, and it waits for its own
+// QKV row block only (the keys of earlier blocks come from the cache behind their flags, each set
+// after its item's wait for that block); in a folded deal a first item also waits for, appends and
+// flags the keys of its CTA's second item (partner), which then appends nothing.
+static __device__ __noinline__ int mkg_mk_run_prefill_attn(const mkg_mk_args *a, int task, const mkg_mk_op *op,
+                                                           int deal, int items, unsigned char *scratch, int tid)
+{
+    const mkg_model_config *c = &a->cfg;
+    const int grid = (int)gridDim.x;
+    const bool once_on = (a->opts & MKG_MK_OPT_ROPE_ONCE) != 0;
+    const bool fold = once_on && (a->opts & MKG_MK_OPT_ATTN_FOLD);
+    const int item = fold ? mkg_mk_attn_fold(items, grid, deal) : deal;
+    const int partner = fold ? mkg_mk_attn_partner(items, grid, deal) : -1;
+    int r0, r1, out_rb;
+    mkg_mk_attn_rows(c, a->m, 1, a->attn_split, item, &r0, &r1, &out_rb);
+    if (fold)
+        r0 = 64 * out_rb;
+    const unsigned int elems = mkg_mk_attn_elems(c, a->m, 1, 1, item);
+    const bool ok = mkg_mk_item_wait(a, task, op, r0, r1, partner >= 0 ? 64 * (partner / c->kv_heads) : -1, scratch,
+                                     tid);
+    if (ok) {
+        const int qkv_n = mkg_model_qkv_n(c);
+        const __nv_bfloat16 *qkv = (const __nv_bfloat16 *)a->qkv + (size_t)op->layer * c->max_tokens * qkv_n;
+        const int g = item % c->kv_heads, t = item / c->kv_heads;
+        mkg_op_rope_once once;
+        once.flags = a->rope_ctr + (size_t)op->layer * a->rb_max * c->kv_heads;
+        once.kvh = c->kv_heads;
+        once.pair = partner;
+        once.pair_rows = (int)mkg_mk_block_rows(a->m, partner / c->kv_heads);
+        once.appended = fold && mkg_mk_attn_appended(items, grid, deal);
+        once.stall = a->stall;
+        once.tag = (unsigned int)task;
+        once.timeout_ns = a->timeout_ns;
+        mkg_op_attention_prefill(c, op->layer, qkv, 64 * t, r1 - 64 * t, a->pos0, g, (__nv_bfloat16 *)a->k_cache,
+                                 (__nv_bfloat16 *)a->v_cache, (__nv_bfloat16 *)a->attn, scratch, tid, MKG_MK_BAR,
+                                 once_on ? &once : nullptr);
+    }
+    mkg_mk_item_done(a, task, out_rb, elems, ok, tid);
+    return item;
+}
+
+// A norm or decode attention item (the item at deal place `item` of `items`: these are dealt
+// in order); prefill attention goes to mkg_mk_run_prefill_attn. Returns the item run.
 // Thread 0, timeline on: when the item's input was complete goes to the scratch word at
 // MKG_MK_READY_AT (in shared memory: a register held across the op spilled); after a dry pass
 // that is when the wait after it returned, so input that landed during the dry pass reads late.
-// deal: the item's place in the task's deal of `items` (the item run, which it returns, unless
-// MKG_MK_OPT_ATTN_FOLD reorders prefill attention: mkg_mk_attn_fold). lone: the task has no more
-// items than the grid has CTAs, so this is the CTA's only item of it, usually reached while its
-// input is still being made (see "Warm" below).
-// MKG_MK_OPT_ATTN_FOLD with ROPE_ONCE, prefill attention: an item waits for its own QKV row block
-// only (the keys of earlier blocks come from the cache behind their flags, each set after its
-// item's wait for that block); in a folded deal a first item also waits for, appends and flags the
-// keys of its CTA's second item (partner), which then appends nothing.
-static __device__ __noinline__ int mkg_mk_run_item(const mkg_mk_args *a, int task, const mkg_mk_op *op, int deal,
+// lone: the task has no more items than the grid has CTAs, so this is the CTA's only item of
+// it, usually reached while its input is still being made (see "Warm" below).
+static __device__ __noinline__ int mkg_mk_run_item(const mkg_mk_args *a, int task, const mkg_mk_op *op, int item,
                                                    int items, unsigned char *scratch, int tid)
 {
+    if (op->kind == MKG_MK_ATTN && a->prefill)
+        return mkg_mk_run_prefill_attn(a, task, op, item, items, scratch, tid);
     const bool lone = items <= (int)gridDim.x;
-    const bool fold = op->kind == MKG_MK_ATTN && a->prefill && (a->opts & MKG_MK_OPT_ATTN_FOLD) &&
-                      (a->opts & MKG_MK_OPT_ROPE_ONCE);
-    const int item = fold ? mkg_mk_attn_fold(items, (int)gridDim.x, deal) : deal;
-    const int partner = fold ? mkg_mk_attn_partner(items, (int)gridDim.x, deal) : -1;
     const mkg_model_config *c = &a->cfg;
     volatile unsigned int *flag = (volatile unsigned int *)(scratch + MKG_LAUNCH_EPI_BYTES - 16);
     int r0, r1, out_rb;
@@ -140,22 +215,20 @@ static __device__ __noinline__ int mkg_mk_run_item(const mkg_mk_args *a, int tas
         out_rb = r0 / 64;
         elems = (unsigned int)(r1 - r0) * (unsigned int)op->out_cols;
     } else {
-        mkg_mk_attn_rows(c, a->m, a->prefill, a->attn_split, item, &r0, &r1, &out_rb);
-        if (fold)
-            r0 = 64 * out_rb;
+        mkg_mk_attn_rows(c, a->m, 0, a->attn_split, item, &r0, &r1, &out_rb);
     }
     // Decode attention: part of (token t, KV head g); -1: the item is not split. The part that
     // stores signals the whole (token, KV head): the elements of its unsplit item.
-    const int split = a->prefill ? 1 : a->attn_split;
+    const int split = a->attn_split;
     const int pair = item / split, part = split > 1 ? item % split : -1;
     if (op->kind != MKG_MK_NORM)
-        elems = mkg_mk_attn_elems(c, a->m, a->prefill, 1, pair);
+        elems = mkg_mk_attn_elems(c, a->m, 0, 1, pair);
     // Before the input is ready: what only depends on earlier launches or the weights.
     float2 rope = make_float2(0.0f, 0.0f);
     if (op->kind == MKG_MK_NORM) {
         if (a->opts & MKG_MK_OPT_NORM_PREFETCH)
             mkg_norm_prefetch_weight((const __nv_bfloat16 *)op->weight, c->hidden, tid);
-    } else if (!a->prefill) {
+    } else {
         const int t = pair / c->kv_heads;
         if (a->opts & MKG_MK_OPT_ATTN_PREFETCH)
             mkg_op_attention_decode_prefetch(c, op->layer, t, __ldg(a->pos + t), pair % c->kv_heads,
@@ -177,7 +250,7 @@ static __device__ __noinline__ int mkg_mk_run_item(const mkg_mk_args *a, int tas
     // batch 64) or a 64-row norm, the input came ready during the dry pass and the step got 16%
     // slower (bench/NOTES.md, mk-v11).
     const bool forced = task == a->force_task && a->force_extra;
-    const bool warm = lone && !a->prefill && (a->opts & MKG_MK_OPT_WARM) && op->dep >= 0 &&
+    const bool warm = lone && (a->opts & MKG_MK_OPT_WARM) && op->dep >= 0 &&
                       (op->kind != MKG_MK_NORM || r1 - r0 <= 8);
     const unsigned int per_row = op->dep >= 0 ? (unsigned int)a->ops[op->dep].out_cols : 0u;
     const unsigned int *ctr = op->dep >= 0 ? a->counters + (size_t)op->dep * a->rb_max : nullptr;
@@ -210,10 +283,6 @@ static __device__ __noinline__ int mkg_mk_run_item(const mkg_mk_args *a, int tas
                     if (w)
                         w = mkg_dep_wait_rows(ctr, per_row, a->m, r0, r1, a->stall, (unsigned int)task,
                                               a->timeout_ns);
-                    const int p0 = 64 * (partner / c->kv_heads);
-                    if (w && partner >= 0)
-                        w = mkg_dep_wait_rows(ctr, per_row, a->m, p0, p0 + 64, a->stall, (unsigned int)task,
-                                              a->timeout_ns);
                 }
                 *flag = w ? 1u : 0u;
                 if (a->timeline)
@@ -232,36 +301,17 @@ static __device__ __noinline__ int mkg_mk_run_item(const mkg_mk_args *a, int tas
             const int qkv_n = mkg_model_qkv_n(c);
             const __nv_bfloat16 *qkv = (const __nv_bfloat16 *)a->qkv + (size_t)op->layer * c->max_tokens * qkv_n;
             const int g = pair % c->kv_heads, t = pair / c->kv_heads;
-            if (a->prefill) {
-                mkg_op_rope_once once;
-                once.flags = a->rope_ctr + (size_t)op->layer * a->rb_max * c->kv_heads;
-                once.kvh = c->kv_heads;
-                once.pair = partner;
-                once.pair_rows = (int)mkg_mk_block_rows(a->m, partner / c->kv_heads);
-                once.appended = fold && mkg_mk_attn_appended(items, (int)gridDim.x, deal);
-                once.stall = a->stall;
-                once.tag = (unsigned int)task;
-                once.timeout_ns = a->timeout_ns;
-                mkg_op_attention_prefill(c, op->layer, qkv, 64 * t, r1 - 64 * t, a->pos0, g,
-                                         (__nv_bfloat16 *)a->k_cache, (__nv_bfloat16 *)a->v_cache,
-                                         (__nv_bfloat16 *)a->attn, scratch, tid, MKG_MK_BAR,
-                                         (a->opts & MKG_MK_OPT_ROPE_ONCE) ? &once : nullptr);
-            } else
-                stored = mkg_op_attention_decode(
-                    c, op->layer, qkv, t, t, __ldg(a->pos + t), g, (__nv_bfloat16 *)a->k_cache,
-                    (__nv_bfloat16 *)a->v_cache, (__nv_bfloat16 *)a->attn, scratch, tid, MKG_MK_BAR,
-                    (a->opts & MKG_MK_OPT_ATTN_PREFETCH) != 0,
-                    a->timeline && !dry ? (volatile unsigned long long *)(scratch + MKG_MK_PHASE_AT) : nullptr,
-                    (a->opts & MKG_MK_OPT_ROPE_EARLY) ? &rope : nullptr, part,
-                    part < 0 ? nullptr : a->attn_ws + (size_t)pair * MKG_OP_DECODE_WS_FLOATS,
-                    part < 0 ? nullptr : a->attn_ctr + (size_t)op->layer * MKG_MK_ATTN_SPLIT_PAIRS + pair,
-                    dry);
+            stored = mkg_op_attention_decode(
+                c, op->layer, qkv, t, t, __ldg(a->pos + t), g, (__nv_bfloat16 *)a->k_cache,
+                (__nv_bfloat16 *)a->v_cache, (__nv_bfloat16 *)a->attn, scratch, tid, MKG_MK_BAR,
+                (a->opts & MKG_MK_OPT_ATTN_PREFETCH) != 0,
+                a->timeline && !dry ? (volatile unsigned long long *)(scratch + MKG_MK_PHASE_AT) : nullptr,
+                (a->opts & MKG_MK_OPT_ROPE_EARLY) ? &rope : nullptr, part,
+                part < 0 ? nullptr : a->attn_ws + (size_t)pair * MKG_OP_DECODE_WS_FLOATS,
+                part < 0 ? nullptr : a->attn_ctr + (size_t)op->layer * MKG_MK_ATTN_SPLIT_PAIRS + pair, dry);
         }
     }
-    // Every thread's stores (and flag reads) are done before the count and the next item.
-    mkg_bar_sync_any(MKG_MK_BAR, MKG_OP_THREADS);
-    if (tid == 0 && ok && stored)
-        mkg_dep_signal(a->counters + (size_t)task * a->rb_max, out_rb, elems);
+    mkg_mk_item_done(a, task, out_rb, elems, ok && stored, tid);
     return item;
 }
 
