@@ -185,9 +185,13 @@ static __device__ __noinline__ int mkg_mk_run_prefill_attn(const mkg_mk_args *a,
         once.stall = a->stall;
         once.tag = (unsigned int)task;
         once.timeout_ns = a->timeout_ns;
-        mkg_op_attention_prefill(c, op->layer, qkv, 64 * t, r1 - 64 * t, a->pos0, g, (__nv_bfloat16 *)a->k_cache,
-                                 (__nv_bfloat16 *)a->v_cache, (__nv_bfloat16 *)a->attn, scratch, tid, MKG_MK_BAR,
-                                 once_on ? &once : nullptr);
+        if (once_on)
+            mkg_op_attention_prefill(c, op->layer, qkv, 64 * t, r1 - 64 * t, a->pos0, g, (__nv_bfloat16 *)a->k_cache,
+                                     (__nv_bfloat16 *)a->v_cache, (__nv_bfloat16 *)a->attn, scratch, tid, MKG_MK_BAR,
+                                     &once);
+        else
+            mkg_op_attention_prefill(c, op->layer, qkv, 64 * t, r1 - 64 * t, a->pos0, g, (__nv_bfloat16 *)a->k_cache,
+                                     (__nv_bfloat16 *)a->v_cache, (__nv_bfloat16 *)a->attn, scratch, tid, MKG_MK_BAR);
     }
     mkg_mk_item_done(a, task, out_rb, elems, ok, tid);
     return item;
