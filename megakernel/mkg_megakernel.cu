@@ -280,24 +280,8 @@ static __device__ __noinline__ int mkg_mk_run_item(const mkg_mk_args *a, int tas
 #pragma unroll 1
     for (; pass < 2; ++pass) {
         const bool dry = pass == 0;
-        if (!dry && wait) {
-            if (tid == 0) {
-                bool w = true;
-                if (op->dep >= 0) {
-                    if (forced)
-                        w = mkg_dep_wait(ctr + r0 / 64, mkg_dep_rows(a->m, r0 / 64) * per_row + a->force_extra,
-                                         a->stall, (unsigned int)task, (unsigned int)(r0 / 64), a->timeout_ns);
-                    if (w)
-                        w = mkg_dep_wait_rows(ctr, per_row, a->m, r0, r1, a->stall, (unsigned int)task,
-                                              a->timeout_ns);
-                }
-                *flag = w ? 1u : 0u;
-                if (a->timeline)
-                    *(volatile unsigned long long *)(scratch + MKG_MK_READY_AT) = mkg_globaltimer();
-            }
-            mkg_bar_sync_any(MKG_MK_BAR, MKG_OP_THREADS);
-            ok = *flag != 0;
-        }
+        if (!dry && wait)
+            ok = mkg_mk_item_wait(a, task, op, r0, r1, -1, scratch, tid);
         if (!ok && !dry)
             continue;
         if (op->kind == MKG_MK_NORM) {
