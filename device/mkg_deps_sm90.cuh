@@ -79,10 +79,13 @@ static __device__ __forceinline__ bool mkg_dep_ready_rows(const unsigned int *ct
 }
 
 // One thread, after a barrier that follows the group's stores: publishes them GPU-wide
-// and counts them into block rb.
+// and counts them into block rb. The release is cumulative: it also publishes what the
+// other threads wrote before the barrier (PTX memory model: the barrier orders their writes
+// before this thread's release; CUTLASS's arrival counts rely on the same). No fence.sc
+// before it (v113 in bench/NOTES.md: __threadfence() was a MEMBAR.SC.GPU ahead of the
+// release's own MEMBAR.ALL.GPU on every count).
 static __device__ __forceinline__ void mkg_dep_signal(unsigned int *ctr, int rb, unsigned int elements)
 {
-    __threadfence();
     mkg_red_release_gpu_add_u32(ctr + rb, elements);
 }
 

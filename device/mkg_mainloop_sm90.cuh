@@ -607,20 +607,19 @@ static __device__ __forceinline__ bool mkg_split_arrive_last(const mkg_gemm_para
                                                              const mkg_smem *sm, int wg)
 {
     const int bar = MKG_LAUNCH_BAR_EPI + wg;
-    __threadfence();                                   // this thread's partials, GPU-wide
+    // The warpgroup's partials before the barrier, thread 0's acq_rel count after it: the release
+    // publishes them all, and the last arrival's acquire, with the barrier after it, orders the
+    // warpgroup's partial reads after every other arrival's (as mkg_dep_signal; v113).
     mkg_bar_sync(bar, 128);
     if ((threadIdx.x & 127) == 0) {
         unsigned int *cnt = p->counters + 2 * u->tile + wg;
-        const bool last = atomicAdd(cnt, 1u) == (unsigned int)(u->splits - 1);
+        const bool last = mkg_atom_acq_rel_gpu_add_u32(cnt, 1u) == (unsigned int)(u->splits - 1);
         if (last)
             atomicExch(cnt, 0u);
         mkg_st_shared_b32(sm->flag + 4u * wg, last ? 1u : 0u);
     }
     mkg_bar_sync(bar, 128);
-    const bool last = mkg_warp_uniform((int)mkg_ld_shared_b32(sm->flag + 4u * wg)) != 0;   // a uniform branch
-    if (last)
-        __threadfence();                               // order the partial reads after the count
-    return last;
+    return mkg_warp_uniform((int)mkg_ld_shared_b32(sm->flag + 4u * wg)) != 0;   // a uniform branch
 }
 
 // Chunks [*c0, *c1) of work unit `unit`: the consumer runs one step per chunk.

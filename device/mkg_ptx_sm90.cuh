@@ -431,6 +431,15 @@ static __device__ __forceinline__ void mkg_red_release_gpu_add_u32(unsigned int 
     asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
+// Returns the old value; acquire and release at GPU scope (an arrival count whose last arrival
+// reads what the others published before theirs).
+static __device__ __forceinline__ uint32_t mkg_atom_acq_rel_gpu_add_u32(unsigned int *p, uint32_t v)
+{
+    uint32_t old;
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
+}
+
 // Orders generic-proxy global accesses (another SM's stores, observed through an
 // acquire) before this thread's later async-proxy (TMA) reads of global memory.
 static __device__ __forceinline__ void mkg_fence_proxy_async_global(void)

@@ -701,16 +701,15 @@ static __device__ __forceinline__ bool mkg_op_attention_decode(const mkg_model_c
                 __stcg(ws_l + i, L);
             }
         }
-        // Release: each thread's workspace stores before the CTA's arrival; the last to arrive
-        // acquires every part's stores before it reads them (__ldcg: not from this SM's L1).
-        __threadfence();
+        // Release: every thread's workspace stores before the barrier, thread 0's acq_rel arrival
+        // after it; the last to arrive acquires every part's stores, and the barrier after its
+        // arrival orders the CTA's reads after them (__ldcg: not from this SM's L1; v113).
         mkg_bar_sync_any(bar, MKG_OP_THREADS);
         if (tid == 0)
-            *s_last = !dry && atomicAdd(ctr, 1u) == MKG_OP_DECODE_GROUPS - 1 ? 1u : 0u;
+            *s_last = !dry && mkg_atom_acq_rel_gpu_add_u32(ctr, 1u) == MKG_OP_DECODE_GROUPS - 1 ? 1u : 0u;
         mkg_bar_sync_any(bar, MKG_OP_THREADS);
         stored = *s_last != 0u;
         if (stored || dry) {
-            __threadfence();
             if (h < G)
                 mkg_op_decode_final<true>(ws_o, ws_m, ws_l, nb, h, d, dst, !dry);
         }
