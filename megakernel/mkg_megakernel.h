@@ -77,15 +77,33 @@ extern "C" {
                                           twice as many, a CTA's second item is the longest left and its first
                                           item appends and flags the second's keys too (mkg_mk_attn_fold,
                                           mkg_mk_attn_partner), so each CTA attends about as many keys (v108) */
+#define MKG_MK_OPT_TWO_PRODUCERS_PREFILL 67108864u /* prefill steps only: as TWO_PRODUCERS (mkg_mk_step_opts;
+                                                   v115: two producers everywhere gave prefill 2048 -3.2% and
+                                                   512 -3 to -6%, but decode b8 +1.2%, on the H100) */
+#define MKG_MK_OPT_WARM_SINGLE 134217728u /* WARM at steps of one token only (mkg_mk_step_opts; v115: WARM off
+                                            gave decode b8 -1.7%, b1 within the spread, on the H100) */
+/* The bits that choose other bits per step (mkg_mk_step_opts). */
+#define MKG_MK_OPT_STEP_BITS (MKG_MK_OPT_TWO_PRODUCERS_PREFILL | MKG_MK_OPT_WARM_SINGLE)
 /* Bits the GEMM rows of the dispatch table take at mkg_mk_create (deps.flags). */
 #define MKG_MK_OPT_TABLE_BITS                                                                          \
     (MKG_MK_OPT_GEMM_L2_TAIL | MKG_MK_OPT_GEMM_L2_ALL | MKG_MK_OPT_B_EVICT_FIRST | MKG_MK_OPT_A_MAP_PREFETCH | \
      MKG_MK_OPT_READY_IN_ORDER | MKG_MK_OPT_L2_TAIL_GATE_UP)
-#define MKG_MK_OPT_DEFAULT 58853603u /* 1 2 32 64 128 2048 131072 (v73: decode b1 -2.2%) 8388608 (v99, norm items
+#define MKG_MK_OPT_DEFAULT 260180195u /* 1 2 32 64 128 2048 131072 (v73: decode b1 -2.2%) 8388608 (v99, norm items
                                        of 16 rows: b64 -9%, prefill 512 -7%, 2048 -2%) 16777216 (v104, rotate-once
                                        prefill attention) 33554432 (v108, the folded attention deal: prefill 2048
-                                       -5% on the H200); the L2 tail measured slower (bench/NOTES.md, mk-v7,
+                                       -5% on the H200) 67108864 134217728 (v115, options per step); the L2 tail measured slower (bench/NOTES.md, mk-v7,
                                        mk-v9), and so did the ring by geometry (v76) */
+
+/* The options a step of `m` tokens (`prefill`: a prefill step) launches with under launch options
+ * `opts`: the per-step bits (MKG_MK_OPT_STEP_BITS) resolved into the bits they choose. */
+static MKG_HD unsigned int mkg_mk_step_opts(unsigned int opts, int m, int prefill)
+{
+    if ((opts & MKG_MK_OPT_TWO_PRODUCERS_PREFILL) && prefill)
+        opts |= MKG_MK_OPT_TWO_PRODUCERS;
+    if ((opts & MKG_MK_OPT_WARM_SINGLE) && m > 1)
+        opts &= ~MKG_MK_OPT_WARM;
+    return opts;
+}
 
 /* Whether launch options `opts` run the norms inside the GEMMs where a step allows it
  * (mkg_mk_norm_in_gemm_step); the device and the trace writer ask the same. */

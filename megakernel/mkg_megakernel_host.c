@@ -486,8 +486,8 @@ mkg_status mkg_mk_step(mkg_mk *mk, int m, int prefill, int pos0, int lm_head, cu
     a.pos0 = pos0;
     a.timeline = mk->timeline;
     a.timeline_cap = mk->timeline_cap;
-    a.opts = mk->opts;
-    a.attn_split = (mk->opts & MKG_MK_OPT_ATTN_SPLIT) ? mkg_mk_attn_split(c, m, prefill) : 1;
+    a.opts = mkg_mk_step_opts(mk->opts, m, prefill);
+    a.attn_split = (a.opts & MKG_MK_OPT_ATTN_SPLIT) ? mkg_mk_attn_split(c, m, prefill) : 1;
     a.attn_ws = mk->attn_ws;
     a.attn_ctr = mk->counters + (size_t)mk->ops * mk->rb_max;
     a.rope_ctr = a.attn_ctr + (size_t)c->layers * MKG_MK_ATTN_SPLIT_PAIRS;
@@ -495,7 +495,7 @@ mkg_status mkg_mk_step(mkg_mk *mk, int m, int prefill, int pos0, int lm_head, cu
     a.force_extra = mk->force_extra;
     a.a_rows = mk->a_rows;
     mk->last_ops_run = a.ops_run;
-    mk->last_fused = mkg_mk_norm_in_gemm_step(c, m, prefill, mkg_mk_opts_norm_in_gemm(mk->opts));
+    mk->last_fused = mkg_mk_norm_in_gemm_step(c, m, prefill, mkg_mk_opts_norm_in_gemm(a.opts));
     if (cudaMemsetAsync(mk->counters, 0, mkg_mk_counter_bytes(mk), s) != cudaSuccess ||
         cudaMemsetAsync(mk->stall, 0, 16, s) != cudaSuccess ||
         cudaMemsetAsync(a.dispatch_err, 0, 4, s) != cudaSuccess ||

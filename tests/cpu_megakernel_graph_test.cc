@@ -219,6 +219,28 @@ TEST(MegakernelGraph, NormsRunInsideTheGemmsOnlyAtOneTokenDecode)
     }
 }
 
+// mkg_mk_step_opts: two producers only in prefill steps, WARM only in steps of one token, and
+// nothing changed without the per-step bits; the norm-in-GEMM choice follows the resolved bits.
+TEST(MegakernelGraph, StepOptionsResolvePerStep)
+{
+    const unsigned int base = MKG_MK_OPT_ATTN_PREFETCH | MKG_MK_OPT_WARM | MKG_MK_OPT_NORM_IN_GEMM;
+    const unsigned int per_step = base | MKG_MK_OPT_STEP_BITS;
+    for (int prefill = 0; prefill < 2; ++prefill)
+        for (int m : {1, 2, 8, 64, 512}) {
+            EXPECT_EQ(mkg_mk_step_opts(base, m, prefill), base) << "without the per-step bits: unchanged";
+            const unsigned int o = mkg_mk_step_opts(per_step, m, prefill);
+            EXPECT_EQ((o & MKG_MK_OPT_TWO_PRODUCERS) != 0, prefill != 0) << m << " tokens, prefill " << prefill;
+            EXPECT_EQ((o & MKG_MK_OPT_WARM) != 0, m == 1) << m << " tokens, prefill " << prefill;
+            EXPECT_EQ(o & ~(MKG_MK_OPT_TWO_PRODUCERS | MKG_MK_OPT_WARM), per_step & ~MKG_MK_OPT_WARM)
+                << "no other bit moves";
+            EXPECT_EQ(mkg_mk_opts_norm_in_gemm(o) != 0, prefill == 0) << "norms in the GEMMs need one producer";
+        }
+    EXPECT_EQ(mkg_mk_step_opts(MKG_MK_OPT_TWO_PRODUCERS, 1, 0) & MKG_MK_OPT_TWO_PRODUCERS, MKG_MK_OPT_TWO_PRODUCERS)
+        << "TWO_PRODUCERS alone still means every step";
+    EXPECT_EQ(MKG_MK_OPT_DEFAULT & MKG_MK_OPT_STEP_BITS, MKG_MK_OPT_STEP_BITS) << "v115's default";
+    EXPECT_EQ(MKG_MK_OPT_STEP_BITS & MKG_MK_OPT_TABLE_BITS, 0u) << "launch bits, not table bits";
+}
+
 TEST(MegakernelGraph, RandomInterleavingsNeverDeadlockNorRunEarly)
 {
     const mkg_model_config c = small_config(3);

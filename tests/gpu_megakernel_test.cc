@@ -90,7 +90,9 @@ void step_logits(mkg_mk_runner *r, const mkg_mk_case &k, unsigned long long seed
 
 // A launch option (mkg_mk_set_launch_opts) that must change no bit: decode at batch 1 and 8 and a
 // prefill step (or the n steps of `cases`), without `bits`, twice with them and once more without,
-// give equal logits in every row (the last run checks that the reference repeats).
+// give equal logits in every row (the last run checks that the reference repeats). The runs
+// without `bits` also leave out the per-step bits (MKG_MK_OPT_STEP_BITS), so that an option such
+// as TWO_PRODUCERS is compared with a run that really lacks it in every step.
 void expect_launch_option_keeps_the_bits(unsigned int bits, const char *what, const mkg_mk_case *cases = nullptr,
                                          int n = 0, int max_tokens = 512)
 {
@@ -99,7 +101,7 @@ void expect_launch_option_keeps_the_bits(unsigned int bits, const char *what, co
     mkg_mk_runner *r = nullptr;
     ASSERT_EQ(mkg_mk_runner_create(&c, &r), 0);
     mkg_mk *mk = mkg_mk_runner_mk(r);
-    const unsigned int saved = mkg_mk_opts(mk), base = saved & ~bits;
+    const unsigned int saved = mkg_mk_opts(mk), base = saved & ~bits & ~MKG_MK_OPT_STEP_BITS;
     const mkg_mk_case standard[] = {{"decode", 1, 300, 1}, {"decode", 8, 40, 1}, {"prefill", 100, 0, 1}};
     if (!cases) {
         cases = standard;
@@ -229,6 +231,13 @@ TEST_F(Megakernel, TwoProducerOptionKeepsTheBits)
     expect_launch_option_keeps_the_bits(MKG_MK_OPT_TWO_PRODUCERS, "two producers differ from one");
 }
 
+// MKG_MK_OPT_STEP_BITS (options chosen per step, mkg_mk_step_opts): two producers in the prefill
+// step only and WARM at batch 1 only, against one producer and WARM in every step.
+TEST_F(Megakernel, StepOptionsKeepTheBits)
+{
+    expect_launch_option_keeps_the_bits(MKG_MK_OPT_STEP_BITS, "the options chosen per step differ from fixed ones");
+}
+
 // MKG_MK_OPT_RING_BY_GEOMETRY: the ring keyed by stage geometry (down -> qkv without a drain at M = 1
 // and 8). MKG_MK_OPT_RING_HANDOVER: a layout change that waits per new slot for the old stages
 // under it (gate_up's 5 x 34 KB -> down's 8 x 20 KB at M = 1 and 8, the prefill rows' rings at 100
@@ -251,7 +260,8 @@ TEST_F(Megakernel, ReadyInOrderOptionKeepsTheBits)
     const char *env = getenv("MKG_MK_OPTS");
     const std::string saved = env ? env : "";
     const unsigned int base =
-        (env && *env ? (unsigned int)strtoul(env, nullptr, 0) : MKG_MK_OPT_DEFAULT) & ~MKG_MK_OPT_TWO_PRODUCERS;
+        (env && *env ? (unsigned int)strtoul(env, nullptr, 0) : MKG_MK_OPT_DEFAULT) &
+        ~(MKG_MK_OPT_TWO_PRODUCERS | MKG_MK_OPT_TWO_PRODUCERS_PREFILL);
     const mkg_mk_case cases[] = {{"decode", 1, 300, 1}, {"decode", 8, 40, 1}, {"prefill", 100, 0, 1}};
     constexpr int kCases = 3;
     std::vector<unsigned short> logits[2][kCases][2];
