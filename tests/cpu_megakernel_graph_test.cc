@@ -440,6 +440,22 @@ TEST(MegakernelGraph, PrefillTailPutsTheOLayerOnNarrowerRows)
     ASSERT_EQ(unsetenv("MKG_MK_TAIL_UNITS"), 0);
 }
 
+// v116 (mkg_mk_plan_adjust): gate_up at M = 7..8 runs the 256-unit m16n64k128_s8 row (measured
+// in the megakernel: decode b8 -1.5%); M = 1 and 6 keep the cost model's m8n128k128_s5.
+TEST(MegakernelGraph, GateUpAtEightRowsRunsTheWideUnitRow)
+{
+    ASSERT_EQ(unsetenv("MKG_MK_FORCE"), 0);
+    const auto runs = [](int m, const std::string &row) {
+        const std::string l = planned_line(m, "gate_up+silu");
+        return l.size() >= row.size() && l.compare(l.size() - row.size(), row.size(), row) == 0;
+    };
+    EXPECT_TRUE(runs(8, " m16n64k128_s8_swap_rn_g8")) << planned_line(8, "gate_up+silu");
+    EXPECT_TRUE(runs(7, " m16n64k128_s8_swap_rn_g8")) << planned_line(7, "gate_up+silu");
+    for (int m : {1, 6})
+        EXPECT_TRUE(runs(m, " m8n128k128_s5_swap_rn_g8"))
+            << "M = " << m << " keeps the model's pick: " << planned_line(m, "gate_up+silu");
+}
+
 // The experiment knobs (MKG_MK_KC, MKG_MK_FORCE) reach the plan the megakernel runs: a K chunk
 // per kind of layer, and a schedule per kind up to an M; entries with an unknown kind or
 // schedule are ignored.
