@@ -66,7 +66,8 @@ extern "C" {
                                            (mkg_mk_norm_in_gemm_step in mkg_mk_graph.h: two warps of the producer
                                            warpgroup make the normalised row ahead, and a third one's bulk copies
                                            bring it into the stages as A, same bits);
-                                           ignored with TWO_PRODUCERS; off: v97f +9 us at decode b1 (H100) */
+                                           ignored with TWO_PRODUCERS; v97f was +9 us at decode b1 (H100) and
+                                           off by default; in the default since v117 (-0.9% at b1, H100) */
 #define MKG_MK_OPT_NORM_ROWS_16 8388608u /* norm items of 16 rows instead of 64 (mkg_mk_norm_item_rows): a 64-row
                                            norm runs on four CTAs (v99; off: decode b64 +9%, prefill 512 +7%) */
 #define MKG_MK_OPT_ROPE_ONCE 16777216u /* prefill attention: each item rotates and appends its own tokens' keys
@@ -88,10 +89,11 @@ extern "C" {
 #define MKG_MK_OPT_TABLE_BITS                                                                          \
     (MKG_MK_OPT_GEMM_L2_TAIL | MKG_MK_OPT_GEMM_L2_ALL | MKG_MK_OPT_B_EVICT_FIRST | MKG_MK_OPT_A_MAP_PREFETCH | \
      MKG_MK_OPT_READY_IN_ORDER | MKG_MK_OPT_L2_TAIL_GATE_UP)
-#define MKG_MK_OPT_DEFAULT 260180195u /* 1 2 32 64 128 2048 131072 (v73: decode b1 -2.2%) 8388608 (v99, norm items
+#define MKG_MK_OPT_DEFAULT 264374499u /* 1 2 32 64 128 2048 131072 (v73: decode b1 -2.2%) 8388608 (v99, norm items
                                        of 16 rows: b64 -9%, prefill 512 -7%, 2048 -2%) 16777216 (v104, rotate-once
                                        prefill attention) 33554432 (v108, the folded attention deal: prefill 2048
-                                       -5% on the H200) 67108864 134217728 (v115, options per step); the L2 tail measured slower (bench/NOTES.md, mk-v7,
+                                       -5% on the H200) 67108864 134217728 (v115, options per step) 4194304 (v117,
+                                       the norms inside the GEMMs at decode b1); the L2 tail measured slower (bench/NOTES.md, mk-v7,
                                        mk-v9), and so did the ring by geometry (v76) */
 
 /* The options a step of `m` tokens (`prefill`: a prefill step) launches with under launch options

@@ -327,8 +327,9 @@ TEST_F(Megakernel, AttentionFoldOptionKeepsTheBits)
                                         2048);
 }
 
-// Small steps for compute-sanitizer (memcheck, racecheck, synccheck): 2 layers, decode
-// and prefill, with waits long enough for the instrumented run.
+// Small steps for compute-sanitizer (memcheck, racecheck, synccheck): 2 layers, decode of 1
+// token (the norms inside the GEMMs, WARM) and of 4, and prefill, with waits long enough for the
+// instrumented run.
 TEST_F(Megakernel, TwoLayerStepsForSanitizers)
 {
     mkg_model_config c = test_config(2);
@@ -338,7 +339,7 @@ TEST_F(Megakernel, TwoLayerStepsForSanitizers)
     mkg_mk *mk = mkg_mk_runner_mk(r);
     cudaStream_t s = mkg_mk_runner_stream(r);
     mkg_mk_set_timeout_ms(mk, 120000.0);
-    const mkg_mk_case cases[] = {{"decode", 4, 50, 1}, {"prefill", 100, 0, 0}};
+    const mkg_mk_case cases[] = {{"decode", 1, 50, 1}, {"decode", 4, 50, 1}, {"prefill", 100, 0, 0}};
     for (const mkg_mk_case &k : cases) {
         ASSERT_EQ(mkg_mk_runner_inputs(r, &k, 3), 0);
         ASSERT_EQ(mkg_mk_step(mk, k.tokens, k.phase[0] == 'p', 0, k.lm_head, s), MKG_OK);
