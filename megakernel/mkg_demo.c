@@ -1,7 +1,7 @@
 /* mkg_demo.c - main of mkg_demo, the README's demo: the sample megakernel.
  *
- *   mkg_demo [--layers N] [--out megakernel.json] [--trace trace.json] [--trace-prefill trace.json]
- *            [--commit STR] [--replays N]
+ *   mkg_demo [--layers N] [--out megakernel.json] [--trace trace.json] [--trace-batch B]
+ *            [--trace-prefill trace.json] [--commit STR] [--replays N]
  *
  * Plans the Llama-3.2-1B-shaped model (random weights from a seed) and prints every
  * GEMM's schedule per step size. On a compute-capability-9.0 GPU it then runs decode
@@ -30,6 +30,7 @@ static const mkg_mk_case mkg_demo_cases[] = {
 
 typedef struct mkg_demo_args {
     int layers, replays;
+    int trace_batch;                /* --trace-batch B: the decode step of B tokens gets --trace (default 1) */
     const char *out, *trace, *trace_prefill, *commit;
     const char *prefill;            /* --prefill N,N,...: these prefill steps instead of 512 and 2048 */
 } mkg_demo_args;
@@ -38,6 +39,7 @@ static void mkg_demo_parse(int argc, char **argv, mkg_demo_args *a)
 {
     a->layers = 16;
     a->replays = 20;
+    a->trace_batch = 1;
     a->out = a->trace = a->trace_prefill = a->prefill = NULL;
     a->commit = getenv("MKG_COMMIT") ? getenv("MKG_COMMIT") : "unknown";
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -49,6 +51,8 @@ static void mkg_demo_parse(int argc, char **argv, mkg_demo_args *a)
             a->out = argv[i + 1];
         else if (!strcmp(argv[i], "--trace"))
             a->trace = argv[i + 1];
+        else if (!strcmp(argv[i], "--trace-batch"))
+            a->trace_batch = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--prefill"))
             a->prefill = argv[i + 1];
         else if (!strcmp(argv[i], "--trace-prefill"))
@@ -158,7 +162,8 @@ int main(int argc, char **argv)
         if (json)
             mkg_demo_json_row(json, i == 0, &cfg, k, &r, copy);
         const int last = i == cases - 1;
-        const char *trace = i == 0 ? args.trace : last ? args.trace_prefill : NULL;
+        const int traced_decode = !strcmp(k->phase, "decode") && k->tokens == args.trace_batch;
+        const char *trace = traced_decode ? args.trace : last ? args.trace_prefill : NULL;
         if (trace) {
             /* the same step once more with the device timeline on */
             mkg_mk *mk = mkg_mk_runner_mk(run);
