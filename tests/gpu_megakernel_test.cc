@@ -32,7 +32,7 @@ mkg_model_config test_config(int layers)
     mkg_model_config c = mkg_model_config_llama32_1b();
     c.layers = layers;
     c.max_ctx = 2048;
-    c.max_batch = 8;
+    c.max_batch = 64;
     c.max_tokens = 512;
     return c;
 }
@@ -53,7 +53,8 @@ void run_cases(int layers, double tol)
     mkg_mk_runner *r = nullptr;
     ASSERT_EQ(mkg_mk_runner_create(&c, &r), 0);
     const mkg_mk_case cases[] = {
-        {"decode", 1, 1000, 1}, {"decode", 8, 300, 1}, {"prefill", 100, 0, 1}, {"prefill", 512, 64, 0}};
+        {"decode", 1, 1000, 1}, {"decode", 8, 300, 1}, {"decode", 64, 200, 1}, {"prefill", 100, 0, 1},
+        {"prefill", 512, 64, 0}};
     for (const mkg_mk_case &k : cases) {
         mkg_mk_result res;
         ASSERT_EQ(mkg_mk_runner_case(r, &k, 0, &res), 0);
@@ -328,8 +329,8 @@ TEST_F(Megakernel, AttentionFoldOptionKeepsTheBits)
 }
 
 // Small steps for compute-sanitizer (memcheck, racecheck, synccheck): 2 layers, decode of 1
-// token (the norms inside the GEMMs, WARM) and of 4, and prefill, with waits long enough for the
-// instrumented run.
+// token (the norms inside the GEMMs, WARM), of 4 and of 64 (more attention items than CTAs: the
+// deferred counts), and prefill, with waits long enough for the instrumented run.
 TEST_F(Megakernel, TwoLayerStepsForSanitizers)
 {
     mkg_model_config c = test_config(2);
@@ -339,7 +340,8 @@ TEST_F(Megakernel, TwoLayerStepsForSanitizers)
     mkg_mk *mk = mkg_mk_runner_mk(r);
     cudaStream_t s = mkg_mk_runner_stream(r);
     mkg_mk_set_timeout_ms(mk, 120000.0);
-    const mkg_mk_case cases[] = {{"decode", 1, 50, 1}, {"decode", 4, 50, 1}, {"prefill", 100, 0, 0}};
+    const mkg_mk_case cases[] = {{"decode", 1, 50, 1}, {"decode", 4, 50, 1}, {"decode", 64, 50, 1},
+                                 {"prefill", 100, 0, 0}};
     for (const mkg_mk_case &k : cases) {
         ASSERT_EQ(mkg_mk_runner_inputs(r, &k, 3), 0);
         ASSERT_EQ(mkg_mk_step(mk, k.tokens, k.phase[0] == 'p', 0, k.lm_head, s), MKG_OK);
