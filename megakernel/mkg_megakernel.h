@@ -67,7 +67,7 @@ extern "C" {
                                            warpgroup make the normalised row ahead, and a third one's bulk copies
                                            bring it into the stages as A, same bits);
                                            ignored with TWO_PRODUCERS; v97f was +9 us at decode b1 (H100) and
-                                           off by default; in the default since v117 (-0.9% at b1, H100) */
+                                           off by default; in the default since v117 (-0.8% at b1, H100) */
 #define MKG_MK_OPT_NORM_ROWS_16 8388608u /* norm items of 16 rows instead of 64 (mkg_mk_norm_item_rows): a 64-row
                                            norm runs on four CTAs (v99; off: decode b64 +9%, prefill 512 +7%) */
 #define MKG_MK_OPT_ROPE_ONCE 16777216u /* prefill attention: each item rotates and appends its own tokens' keys
@@ -93,8 +93,8 @@ extern "C" {
                                        of 16 rows: b64 -9%, prefill 512 -7%, 2048 -2%) 16777216 (v104, rotate-once
                                        prefill attention) 33554432 (v108, the folded attention deal: prefill 2048
                                        -5% on the H200) 67108864 134217728 (v115, options per step) 4194304 (v117,
-                                       the norms inside the GEMMs at decode b1); the L2 tail measured slower (bench/NOTES.md, mk-v7,
-                                       mk-v9), and so did the ring by geometry (v76) */
+                                       the norms inside the GEMMs at decode b1); the L2 tail measured slower
+                                       (bench/NOTES.md, mk-v7, mk-v9), and so did the ring by geometry (v76) */
 
 /* The options a step of `m` tokens (`prefill`: a prefill step) launches with under launch options
  * `opts`: the per-step bits (MKG_MK_OPT_STEP_BITS) resolved into the bits they choose. */

@@ -240,7 +240,7 @@ static void mkg_mk_knob_force(mkg_mk *mk, int kind, const char *value, int m_top
 // The megakernel's own picks where the cost model's differ from what the megakernel measures
 // (the model prices a launch of its own; the megakernel's rings are fed ahead of the input):
 // gate_up at M = 7..8 (bucket 5) on the 256-unit m16n64k128_s8 row instead of the model's 128-unit
-// m8n128k128_s5 (v116: decode b8 -1.5% on the H100; b1 flat on that row; M = 2..6 not measured).
+// m8n128k128_s5 (v116: decode b8 -1.3 to -1.5% on the H100; b1 flat on it; M = 2..6 not measured).
 // Any schedule gives the same bits (the determinism contract), so a pick changes time only.
 static void mkg_mk_plan_adjust(mkg_mk *mk)
 {
