@@ -441,7 +441,7 @@ TEST(MegakernelGraph, PrefillTailPutsTheOLayerOnNarrowerRows)
 }
 
 // v116 (mkg_mk_plan_adjust): gate_up at M = 7..8 runs the 256-unit m16n64k128_s8 row (measured
-// in the megakernel: decode b8 -1.5%); M = 1 and 6 keep the cost model's m8n128k128_s5.
+// in the megakernel: decode b8 -1.3%); M = 1 and 6 keep the cost model's m8n128k128_s5.
 TEST(MegakernelGraph, GateUpAtEightRowsRunsTheWideUnitRow)
 {
     ASSERT_EQ(unsetenv("MKG_MK_FORCE"), 0);

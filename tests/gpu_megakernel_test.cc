@@ -329,8 +329,8 @@ TEST_F(Megakernel, AttentionFoldOptionKeepsTheBits)
 }
 
 // Small steps for compute-sanitizer (memcheck, racecheck, synccheck): 2 layers, decode of 1
-// token (the norms inside the GEMMs, WARM), of 4 and of 64 (more attention items than CTAs: the
-// deferred counts), and prefill, with waits long enough for the instrumented run.
+// token (the norms inside the GEMMs, WARM), of 4 and of 64 (more attention items than CTAs:
+// several items a CTA), and prefill, with waits long enough for the instrumented run.
 TEST_F(Megakernel, TwoLayerStepsForSanitizers)
 {
     mkg_model_config c = test_config(2);
