@@ -215,6 +215,14 @@ static void mkg_mk_knob_kc(mkg_mk *mk, int kind, const char *value, int m)
             mk->layers[r].kc = kc;
 }
 
+// Whether schedule s can run table row r at the K chunk its plan holds (mkg_plan_eligible).
+static int mkg_mk_row_can_run(const mkg_mk *mk, int r, int s)
+{
+    mkg_layer_desc lk = mk->layers[r];
+    lk.kc = mk->plans[r].kc;
+    return mkg_plan_eligible(&lk, s);
+}
+
 static void mkg_mk_knob_force(mkg_mk *mk, int kind, const char *value, int m_top)
 {
     const int s = mkg_schedule_find(value);
@@ -225,11 +233,9 @@ static void mkg_mk_knob_force(mkg_mk *mk, int kind, const char *value, int m_top
     for (int r = 0; r < mk->rows; ++r) {
         if (mkg_mk_row_kind(mk, r) != kind)
             continue;
-        mkg_layer_desc lk = mk->layers[r];
-        lk.kc = mk->plans[r].kc;
-        if (!mkg_plan_eligible(&lk, s)) {
+        if (!mkg_mk_row_can_run(mk, r, s)) {
             fprintf(stderr, "MKG_MK_FORCE: '%s' cannot run table row %d (N %d, K %d, KC %d), ignored there\n", value, r,
-                    lk.n, lk.k, lk.kc);
+                    mk->layers[r].n, mk->layers[r].k, mk->plans[r].kc);
             continue;
         }
         for (int m = 1; m <= m_top && m <= mk->layers[r].m_max; ++m)
@@ -245,12 +251,10 @@ static void mkg_mk_knob_force(mkg_mk *mk, int kind, const char *value, int m_top
 static void mkg_mk_plan_adjust(mkg_mk *mk)
 {
     const int s = mkg_schedule_find("m16n64k128_s8_swap_rn_g8"), b = mkg_bucket_of(8);
-    for (int r = 0; s >= 0 && r < mk->rows; ++r) {
-        mkg_layer_desc lk = mk->layers[r];
-        lk.kc = mk->plans[r].kc;
-        if (mkg_mk_row_kind(mk, r) == MKG_MK_GATE_UP && b < mkg_bucket_count(lk.m_max) && mkg_plan_eligible(&lk, s))
+    for (int r = 0; s >= 0 && r < mk->rows; ++r)
+        if (mkg_mk_row_kind(mk, r) == MKG_MK_GATE_UP && b < mkg_bucket_count(mk->layers[r].m_max) &&
+            mkg_mk_row_can_run(mk, r, s))
             mk->plans[r].schedule[b] = (unsigned char)s;
-    }
 }
 
 static void mkg_mk_gpu(mkg_gpu_info *g)

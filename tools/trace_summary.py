@@ -127,3 +127,16 @@ if ph:
     merge = sum(a["phase_us"][2] - a["phase_us"][1] for a in ph) / n
     print(f"decode attention items after the first layer ({n}): ready -> RoPE and cache append {rope:.2f} us, "
           f"-> block loop and partials {loop:.2f}, -> merge and store {merge:.2f}, -> signalled {tail:.2f}")
+
+# Decode attention items that are not their CTA's first of the task: their input was complete before
+# they started, so started -> ready is the item's own work before its wait returned (prefetch, RoPE
+# cos / sin, the wait's counter read).
+later = collections.defaultdict(list)
+for e in events:
+    if "phase_us" in e["args"] and e["args"]["task"] >= 7 and "attention" in e["name"]:
+        later[(e["args"]["task"], e["tid"])].append(e)
+starts = [e["args"]["ready_us"] - e["ts"] for v in later.values() for e in sorted(v, key=lambda x: x["ts"])[1:]]
+if starts:
+    starts.sort()
+    print(f"decode attention items after their CTA's first of the task ({len(starts)}): started -> ready "
+          f"mean {sum(starts) / len(starts):.2f} us, median {starts[len(starts) // 2]:.2f}")
