@@ -117,8 +117,8 @@ if gph:
         print(f"  {k:14s} {f(s_all, n)}  ({n} units) | {f(s_last, nl)}  ({nl})")
 
 # ---- decode attention phases (traces with phase_us) ------------------------------------------
-ph = [dict(e["args"], end_us=e["ts"] + e["dur"]) for e in events
-      if "phase_us" in e["args"] and e["args"]["task"] >= 7 and "attention" in e["name"]]
+attn = [e for e in events if "phase_us" in e["args"] and e["args"]["task"] >= 7 and "attention" in e["name"]]
+ph = [dict(e["args"], end_us=e["ts"] + e["dur"]) for e in attn]
 if ph:
     n = len(ph)
     tail = sum(a["end_us"] - a["phase_us"][2] for a in ph) / n
@@ -132,9 +132,8 @@ if ph:
 # they started, so started -> ready is the item's own work before its wait returned (prefetch, RoPE
 # cos / sin, the wait's counter read).
 later = collections.defaultdict(list)
-for e in events:
-    if "phase_us" in e["args"] and e["args"]["task"] >= 7 and "attention" in e["name"]:
-        later[(e["args"]["task"], e["tid"])].append(e)
+for e in attn:
+    later[(e["args"]["task"], e["tid"])].append(e)
 starts = [e["args"]["ready_us"] - e["ts"] for v in later.values() for e in sorted(v, key=lambda x: x["ts"])[1:]]
 if starts:
     starts.sort()
