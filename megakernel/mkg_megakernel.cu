@@ -17,6 +17,9 @@
 // (warpgroup 0's first thread): [0] its first stage of the unit landed, [1] its last stage
 // landed, [2] its last wgmma retired, [3] its direct epilogue stores issued (0 when the
 // epilogue did not go direct); the entry's end follows the epilogue and the count.
+// A decode attention item's entry gets thread 0's stamps before its wait instead of its op's
+// steps (mkg_mk_pre_stamp): [0] its pos loaded, [1] its L2 prefetch issued, [2] its RoPE cos /
+// sin done; its ready stamp is the counter read's return, [3] the item barrier after it.
 // Declared before the device headers, whose templates name the hooks.
 static __device__ __forceinline__ void mkg_mk_phase_stage(int event, int kt);
 static __device__ __forceinline__ void mkg_mk_phase_mark(int point);
@@ -53,9 +56,15 @@ static_assert(MKG_MK_ATTN_PARTS == MKG_OP_DECODE_GROUPS, "a split decode attenti
 static_assert(MKG_MK_ATTN_WS_FLOATS == MKG_OP_DECODE_WS_FLOATS, "the host sizes the ops' workspace");
 
 // Scratch words past the ops' own: [-48, -16) norm sums (decode attention: its 3 phase stamps
-// at [-48, -24), timeline), [-16, -12) the item flag, [-8, 0) the item's ready stamp (timeline).
+// at [-48, -24), timeline; the phases build's 4 at [-48, -16)), [-16, -12) the item flag, [-8, 0)
+// the item's ready stamp (timeline).
 #define MKG_MK_READY_AT (MKG_LAUNCH_EPI_BYTES - 8)
 #define MKG_MK_PHASE_AT (MKG_LAUNCH_EPI_BYTES - 48)
+#ifdef MKG_MK_PHASES
+#define MKG_MK_ATTN_PHASES 4
+#else
+#define MKG_MK_ATTN_PHASES 3
+#endif
 
 // First item of a task on the CTA of rank `me` (its blockIdx, or with MKG_MK_OPT_TPC_SPREAD its
 // mkg_cta_rank_spread), when the task's items start at rank `base`.
@@ -110,6 +119,21 @@ static __device__ __forceinline__ void mkg_mk_phase_mark(int point)
 
 #endif
 
+// Phases build: thread 0 stamps scratch phase word i after value v is in its register (the
+// shared store of v waits for it; the globaltimer read follows the store).
+static __device__ __forceinline__ void mkg_mk_pre_stamp(unsigned char *scratch, int tid, int i, unsigned int v)
+{
+#ifdef MKG_MK_PHASES
+    if (tid == 0) {
+        volatile unsigned long long *w = (volatile unsigned long long *)(scratch + MKG_MK_PHASE_AT);
+        w[i] = v;
+        w[i] = mkg_globaltimer();
+    }
+#else
+    (void)scratch, (void)tid, (void)i, (void)v;
+#endif
+}
+
 // ---- norm and attention items (256 consumer threads) ---------------------------------------
 
 // Thread 0's wait for the item's input (rows r0 .. r1 - 1 of op->dep's output, and a folded
@@ -137,6 +161,8 @@ static __device__ __forceinline__ bool mkg_mk_item_wait(const mkg_mk_args *a, in
             *(volatile unsigned long long *)(scratch + MKG_MK_READY_AT) = mkg_globaltimer();
     }
     mkg_bar_sync_any(MKG_MK_BAR, MKG_OP_THREADS);
+    if (op->kind == MKG_MK_ATTN && !a->prefill)
+        mkg_mk_pre_stamp(scratch, tid, 3, 0u);
     return *flag != 0;
 }
 
@@ -237,12 +263,16 @@ static __device__ __noinline__ int mkg_mk_run_item(const mkg_mk_args *a, int tas
             mkg_norm_prefetch_weight((const __nv_bfloat16 *)op->weight, c->hidden, tid);
     } else {
         const int t = pair / c->kv_heads;
+        const int pos = __ldg(a->pos + t);
+        mkg_mk_pre_stamp(scratch, tid, 0, (unsigned int)pos);
         if (a->opts & MKG_MK_OPT_ATTN_PREFETCH)
-            mkg_op_attention_decode_prefetch(c, op->layer, t, __ldg(a->pos + t), pair % c->kv_heads,
+            mkg_op_attention_decode_prefetch(c, op->layer, t, pos, pair % c->kv_heads,
                                              (const __nv_bfloat16 *)a->k_cache, (const __nv_bfloat16 *)a->v_cache,
                                              tid, part);
+        mkg_mk_pre_stamp(scratch, tid, 1, 0u);
         if (a->opts & MKG_MK_OPT_ROPE_EARLY)
-            mkg_op_rope_cs(__ldg(a->pos + t), tid & 31, c->rope_theta, &rope.x, &rope.y);
+            mkg_op_rope_cs(pos, tid & 31, c->rope_theta, &rope.x, &rope.y);
+        mkg_mk_pre_stamp(scratch, tid, 2, __float_as_uint(rope.x + rope.y));
     }
     // Warm (decode attention and norms of <= 8 rows, a lone item, MKG_MK_OPT_WARM): the
     // GEMMs in between have pushed this code out of the SM's instruction cache (measured: the
@@ -296,7 +326,11 @@ static __device__ __noinline__ int mkg_mk_run_item(const mkg_mk_args *a, int tas
                 c, op->layer, qkv, t, t, __ldg(a->pos + t), g, (__nv_bfloat16 *)a->k_cache,
                 (__nv_bfloat16 *)a->v_cache, (__nv_bfloat16 *)a->attn, scratch, tid, MKG_MK_BAR,
                 (a->opts & MKG_MK_OPT_ATTN_PREFETCH) != 0,
+#ifdef MKG_MK_PHASES
+                nullptr,    // the pre-wait stamps hold the phase words
+#else
                 a->timeline && !dry ? (volatile unsigned long long *)(scratch + MKG_MK_PHASE_AT) : nullptr,
+#endif
                 (a->opts & MKG_MK_OPT_ROPE_EARLY) ? &rope : nullptr, part,
                 part < 0 ? nullptr : a->attn_ws + (size_t)pair * MKG_OP_DECODE_WS_FLOATS,
                 part < 0 ? nullptr : a->attn_ctr + (size_t)op->layer * MKG_MK_ATTN_SPLIT_PAIRS + pair, dry);
@@ -706,7 +740,8 @@ __global__ void __launch_bounds__(MKG_LAUNCH_THREADS, 1) mkg_megakernel_sm90(con
                                      *(volatile unsigned long long *)(scratch + MKG_MK_READY_AT),
                                      op.kind == MKG_MK_ATTN && !a.prefill
                                          ? (const volatile unsigned long long *)(scratch + MKG_MK_PHASE_AT)
-                                         : nullptr);
+                                         : nullptr,
+                                     MKG_MK_ATTN_PHASES);
                 }
             }
             base = (base + items) % grid;

@@ -118,7 +118,25 @@ if gph:
 
 # ---- decode attention phases (traces with phase_us) ------------------------------------------
 attn = [e for e in events if "phase_us" in e["args"] and e["args"]["task"] >= 7 and "attention" in e["name"]]
+# The phases build (MKG_MK_PHASES) stamps decode attention items before their wait instead: pos loaded,
+# prefetch issued, RoPE cos / sin done, then ready (the counter read returned) and the item barrier.
+pre = [e for e in attn if len(e["args"]["phase_us"]) == 4 and e["args"]["phase_us"][2] <= e["args"]["ready_us"]]
+attn = [e for e in attn if e not in pre]
 ph = [dict(e["args"], end_us=e["ts"] + e["dur"]) for e in attn]
+if pre:
+    runs = collections.defaultdict(list)
+    for e in pre:
+        runs[(e["args"]["task"], e["tid"])].append(e)
+    for label, sel in (("first of the task on its CTA", 0), ("after their CTA's first", 1)):
+        es = [e for v in runs.values() for i, e in enumerate(sorted(v, key=lambda x: x["ts"])) if min(i, 1) == sel]
+        if not es:
+            continue
+        marks = [[e["ts"], *e["args"]["phase_us"][:3], e["args"]["ready_us"], e["args"]["phase_us"][3],
+                  e["ts"] + e["dur"]] for e in es]
+        d = [sum(m[i + 1] - m[i] for m in marks) / len(marks) for i in range(6)]
+        print(f"decode attention items, {label} ({len(es)}), pre-wait stamps (us): started -> pos loaded "
+              f"{d[0]:.2f}, -> prefetch issued {d[1]:.2f}, -> RoPE cos / sin {d[2]:.2f}, -> counter read "
+              f"returned {d[3]:.2f}, -> item barrier {d[4]:.2f}, -> end {d[5]:.2f}")
 if ph:
     n = len(ph)
     tail = sum(a["end_us"] - a["phase_us"][2] for a in ph) / n
