@@ -226,24 +226,23 @@ static __device__ __noinline__ int mkg_mk_run_prefill_attn(const mkg_mk_args *a,
     return item;
 }
 
-// A norm or decode attention item (the item at deal place `item` of `items`: these are dealt
-// in order); prefill attention goes to mkg_mk_run_prefill_attn. Returns the item run.
+// A norm item (attn false) or a decode attention item (attn true: a literal at both call sites, so
+// each function below holds one op's code and values), the item at deal place `item` of `items`
+// (these are dealt in order). Returns the item run.
 // Thread 0, timeline on: when the item's input was complete goes to the scratch word at
 // MKG_MK_READY_AT (in shared memory: a register held across the op spilled); after a dry pass
 // that is when the wait after it returned, so input that landed during the dry pass reads late.
 // lone: the task has no more items than the grid has CTAs, so this is the CTA's only item of
 // it, usually reached while its input is still being made (see "Warm" below).
-static __device__ __noinline__ int mkg_mk_run_item(const mkg_mk_args *a, int task, const mkg_mk_op *op, int item,
-                                                   int items, unsigned char *scratch, int tid)
+static __device__ __forceinline__ int mkg_mk_item_of(const mkg_mk_args *a, int task, const mkg_mk_op *op, int item,
+                                                     int items, unsigned char *scratch, int tid, bool attn)
 {
-    if (op->kind == MKG_MK_ATTN && a->prefill)
-        return mkg_mk_run_prefill_attn(a, task, op, item, items, scratch, tid);
     const bool lone = items <= (int)gridDim.x;
     const mkg_model_config *c = &a->cfg;
     volatile unsigned int *flag = (volatile unsigned int *)(scratch + MKG_LAUNCH_EPI_BYTES - 16);
     int r0, r1, out_rb;
     unsigned int elems;
-    if (op->kind == MKG_MK_NORM) {
+    if (!attn) {
         mkg_mk_norm_rows(a->m, mkg_mk_norm_item_rows(a->opts), item, &r0, &r1);
         out_rb = r0 / 64;
         elems = (unsigned int)(r1 - r0) * (unsigned int)op->out_cols;
@@ -254,11 +253,11 @@ static __device__ __noinline__ int mkg_mk_run_item(const mkg_mk_args *a, int tas
     // stores signals the whole (token, KV head): the elements of its unsplit item.
     const int split = a->attn_split;
     const int pair = item / split, part = split > 1 ? item % split : -1;
-    if (op->kind != MKG_MK_NORM)
+    if (attn)
         elems = mkg_mk_attn_elems(c, a->m, 0, 1, pair);
     // Before the input is ready: what only depends on earlier launches or the weights.
     float2 rope = make_float2(0.0f, 0.0f);
-    if (op->kind == MKG_MK_NORM) {
+    if (!attn) {
         if (a->opts & MKG_MK_OPT_NORM_PREFETCH)
             mkg_norm_prefetch_weight((const __nv_bfloat16 *)op->weight, c->hidden, tid);
     } else {
@@ -288,7 +287,7 @@ static __device__ __noinline__ int mkg_mk_run_item(const mkg_mk_args *a, int tas
     // slower (bench/NOTES.md, mk-v11).
     const bool forced = task == a->force_task && a->force_extra;
     const bool warm = lone && (a->opts & MKG_MK_OPT_WARM) && op->dep >= 0 &&
-                      (op->kind != MKG_MK_NORM || r1 - r0 <= 8);
+                      (attn || r1 - r0 <= 8);
     const unsigned int per_row = op->dep >= 0 ? (unsigned int)a->ops[op->dep].out_cols : 0u;
     const unsigned int *ctr = op->dep >= 0 ? a->counters + (size_t)op->dep * a->rb_max : nullptr;
     int pass = 1;
@@ -314,7 +313,7 @@ static __device__ __noinline__ int mkg_mk_run_item(const mkg_mk_args *a, int tas
             ok = mkg_mk_item_wait(a, task, op, r0, r1, -1, scratch, tid);
         if (!ok && !dry)
             continue;
-        if (op->kind == MKG_MK_NORM) {
+        if (!attn) {
             mkg_op_rmsnorm_rows((const __nv_bfloat16 *)op->src, (const __nv_bfloat16 *)op->weight,
                                 (__nv_bfloat16 *)op->dst, r0, r1 - r0, c->hidden, c->norm_eps,
                                 (float *)(scratch + MKG_LAUNCH_EPI_BYTES - 48), tid, MKG_MK_BAR, dry);
@@ -338,6 +337,32 @@ static __device__ __noinline__ int mkg_mk_run_item(const mkg_mk_args *a, int tas
     }
     mkg_mk_item_done(a, task, out_rb, elems, ok && stored, tid);
     return item;
+}
+
+// Norm items and decode attention items in functions of their own (v120 in bench/NOTES.md), as
+// prefill attention is (v109): neither holds the other's values, and a change to one op's code
+// leaves the other's registers as they were.
+static __device__ __noinline__ int mkg_mk_run_norm_item(const mkg_mk_args *a, int task, const mkg_mk_op *op, int item,
+                                                        int items, unsigned char *scratch, int tid)
+{
+    return mkg_mk_item_of(a, task, op, item, items, scratch, tid, false);
+}
+
+static __device__ __noinline__ int mkg_mk_run_decode_attn(const mkg_mk_args *a, int task, const mkg_mk_op *op,
+                                                          int item, int items, unsigned char *scratch, int tid)
+{
+    return mkg_mk_item_of(a, task, op, item, items, scratch, tid, true);
+}
+
+// Item `item` of `items` of a norm or attention op, by its function.
+static __device__ __forceinline__ int mkg_mk_run_item(const mkg_mk_args *a, int task, const mkg_mk_op *op, int item,
+                                                      int items, unsigned char *scratch, int tid)
+{
+    if (op->kind == MKG_MK_NORM)
+        return mkg_mk_run_norm_item(a, task, op, item, items, scratch, tid);
+    if (a->prefill)
+        return mkg_mk_run_prefill_attn(a, task, op, item, items, scratch, tid);
+    return mkg_mk_run_decode_attn(a, task, op, item, items, scratch, tid);
 }
 
 // ---- norms inside the GEMMs (MKG_MK_OPT_NORM_IN_GEMM) ---------------------------------------

@@ -152,6 +152,7 @@ static __device__ __forceinline__ uint32_t mkg_op_split_pack(float a, float b, b
 }
 
 #define MKG_OP_DECODE_DEPTH 3   /* key blocks (16 positions) in flight per warp, in registers */
+#define MKG_OP_PREFETCH_ROWS 256 /* cache rows (32 KB) of one L2 prefetch request of decode attention */
 
 /* Asks for [p, p + bytes) to be brought into L2 (cp.async.bulk.prefetch, sm_90): a hint that
  * holds no register and no shared memory; p 16-byte aligned, bytes a multiple of 16. */
@@ -356,10 +357,13 @@ static __device__ __forceinline__ float mkg_op_fold_o(float o, float a, float o_
 
 // Step 0 of mkg_op_attention_decode, callable on its own (before the item's input is
 // ready: the cache rows < pos were written by earlier launches): thread tid's warp asks for
-// its blocks' cache rows (mkg_op_decode_span of part) to be brought into L2, lane l taking blocks
-// b0 + l, b0 + l + 32, ... (2 KB of k and of v each).
+// its blocks' cache rows (mkg_op_decode_span of part) to be brought into L2. The rows of a span
+// are contiguous in each cache, so lanes 0..15 ask for k and lanes 16..31 for v, in pieces of
+// MKG_OP_PREFETCH_ROWS rows (one piece each at decode's usual contexts).
 // NOTE: a hint, not loads into registers: registers live across the RoPE code (its trig
 // slow path) made ptxas spill them inside the megakernel's item function.
+// NOTE: few, large requests (v121 in bench/NOTES.md): one 2 KB request per block and cache kept
+// the warps of a decode batch-64 item issuing for ~5 us before their wait.
 static __device__ __forceinline__ void mkg_op_attention_decode_prefetch(const mkg_model_config *cfg, int layer,
                                                                         int seq, int pos, int g,
                                                                         const __nv_bfloat16 *k_cache,
@@ -371,13 +375,11 @@ static __device__ __forceinline__ void mkg_op_attention_decode_prefetch(const mk
     const int nb = (pos + 16) >> 4;
     int blk0, blk1;
     mkg_op_decode_span(nb, part, warp, &blk0, &blk1);
-    for (int b = blk0 + lane; b < blk1; b += 32) {
-        const int rows = min(16, pos - 16 * b);   // rows 16 b .. pos - 1 of this block
-        if (rows > 0) {
-            mkg_op_prefetch_l2(k_cache + cbase + (size_t)b * 16 * 64, (uint32_t)rows * 128u);
-            mkg_op_prefetch_l2(v_cache + cbase + (size_t)b * 16 * 64, (uint32_t)rows * 128u);
-        }
-    }
+    const int r0 = 16 * blk0, rows = min(16 * blk1, pos) - r0;   // cache rows r0 .. r0 + rows - 1
+    const __nv_bfloat16 *src = (lane < 16 ? k_cache : v_cache) + cbase + (size_t)r0 * 64;
+    for (int j = lane & 15; j * MKG_OP_PREFETCH_ROWS < rows; j += 16)
+        mkg_op_prefetch_l2(src + (size_t)j * MKG_OP_PREFETCH_ROWS * 64,
+                           (uint32_t)min(MKG_OP_PREFETCH_ROWS, rows - j * MKG_OP_PREFETCH_ROWS) * 128u);
 }
 
 // A range's partial completed in place: l summed over gid (xor 4, 8, 16), O = bf16 part +
