@@ -24,9 +24,10 @@
 #                the megakernel step alone; the default filter's bf16 ragged sweep and chunked-K tests take
 #                ~4 minutes under racecheck, which ran session 35's first call into its 600 s limit)
 #   MKG_SANITIZER the compute-sanitizer binary (default: the one on PATH). A newer release can be carried in
-#                an ignored folder, e.g. build-san2026/bin/compute-sanitizer from the nvidia-cuda-sanitizer-api
-#                13.2.87 wheel (2026.1.1: racecheck false positives with Hopper warpgroup syncs fixed,
-#                bench/NOTES.md, end of session 35); the run log names each run's version.
+#                an ignored folder: tools/get_sanitizer.sh puts 2026.4 (the nvidia-cuda-sanitizer-api 13.5.25
+#                wheel) in build-san2026/compute-sanitizer. It runs on the lent driver 580 and reads the
+#                megakernel's 2-layer steps racecheck-clean, where the box's 2025.3.1 reports the item code's
+#                named-barrier false positives (bench/NOTES.md, session 58); the run log names each run's version.
 #   MKG_BUILD_DIR the build folder (build-gpu in the repository); with the sass stage alone it reads a
 #                build made elsewhere, e.g. on the GPU-less machine with tools/get_sass_tools.sh's cuobjdump
 #   MKG_CMAKE_ARGS extra cmake configure arguments; MKG_TEST_TIMEOUT seconds for the test stage (900)

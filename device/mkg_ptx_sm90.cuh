@@ -290,18 +290,19 @@ static __device__ __forceinline__ void mkg_st_shared_v4_f32(uint32_t addr, float
     asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
 }
 
-// A strong 8-byte store and load in shared memory (single-copy atomic, no fence: a release store
-// compiles to MEMBAR.ALL.CTA + STS, and after a TMA issue that membar seems to wait for the load;
-// v97 / v97b in bench/NOTES.md).
+// A relaxed 8-byte store and load of a polled shared word (no fence: a release store compiles to
+// MEMBAR.ALL.CTA + STS, and after a TMA issue that membar seems to wait for the load; v97 / v97b in
+// bench/NOTES.md). Both are atomics (an exchange, an OR of 0): racecheck reports a plain or strong
+// st / ld pair on a polled word as a hazard, and leaves atomics be (v124, tools/racecheck_flag_probe.cu).
 static __device__ __forceinline__ void mkg_st_relaxed_cta_shared_b64(uint32_t addr, uint64_t v)
 {
-    asm volatile("st.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(addr), "l"(v) : "memory");
+    asm volatile("{ .reg .b64 t; atom.relaxed.cta.shared::cta.exch.b64 t, [%0], %1; }" ::"r"(addr), "l"(v) : "memory");
 }
 
 static __device__ __forceinline__ uint64_t mkg_ld_relaxed_cta_shared_b64(uint32_t addr)
 {
     uint64_t v;
-    asm volatile("ld.relaxed.cta.shared::cta.b64 %0, [%1];" : "=l"(v) : "r"(addr) : "memory");
+    asm volatile("atom.relaxed.cta.shared::cta.or.b64 %0, [%1], 0;" : "=l"(v) : "r"(addr) : "memory");
     return v;
 }
 
@@ -406,16 +407,17 @@ static __device__ __forceinline__ uint32_t mkg_ld_shared_u8(uint32_t addr)
 
 // ---- cross-CTA signalling (megakernel dependencies) ----------------------------------
 
-// CTA-scope release store / acquire load of a shared-memory word (shared address).
+// CTA-scope release store / acquire load of a polled shared-memory word (shared address), as
+// atomics (an exchange, an OR of 0) for racecheck, as mkg_st_relaxed_cta_shared_b64 above.
 static __device__ __forceinline__ void mkg_st_release_cta_shared_u32(uint32_t addr, uint32_t v)
 {
-    asm volatile("st.release.cta.shared::cta.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+    asm volatile("{ .reg .b32 t; atom.release.cta.shared::cta.exch.b32 t, [%0], %1; }" ::"r"(addr), "r"(v) : "memory");
 }
 
 static __device__ __forceinline__ uint32_t mkg_ld_acquire_cta_shared_u32(uint32_t addr)
 {
     uint32_t v;
-    asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+    asm volatile("atom.acquire.cta.shared::cta.or.b32 %0, [%1], 0;" : "=r"(v) : "r"(addr) : "memory");
     return v;
 }
 
