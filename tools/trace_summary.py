@@ -120,8 +120,10 @@ if gph:
 attn = [e for e in events if "phase_us" in e["args"] and e["args"]["task"] >= 7 and "attention" in e["name"]]
 # The phases build (MKG_MK_PHASES) stamps decode attention items before their wait instead: pos loaded,
 # prefetch issued, RoPE cos / sin done, then ready (the counter read returned) and the item barrier.
-pre = [e for e in attn if len(e["args"]["phase_us"]) == 4 and e["args"]["phase_us"][2] <= e["args"]["ready_us"]]
-attn = [e for e in attn if e not in pre]
+split = collections.defaultdict(list)
+for e in attn:
+    split[len(e["args"]["phase_us"]) == 4 and e["args"]["phase_us"][2] <= e["args"]["ready_us"]].append(e)
+pre, attn = split[True], split[False]
 ph = [dict(e["args"], end_us=e["ts"] + e["dur"]) for e in attn]
 if pre:
     runs = collections.defaultdict(list)
