@@ -23,7 +23,8 @@
 #                MKG_SANITIZE_RACE_FILTER racecheck's own filter (default: MKG_SANITIZE_FILTER where set, else
 #                the megakernel step alone; the default filter's bf16 ragged sweep and chunked-K tests take
 #                ~4 minutes under racecheck, which ran session 35's first call into its 600 s limit)
-#   MKG_SANITIZER the compute-sanitizer binary (default: the one on PATH). A newer release can be carried in
+#   MKG_SANITIZER the compute-sanitizer binary (default: build-san2026/compute-sanitizer where that was carried,
+#                else the one on PATH). A newer release can be carried in
 #                an ignored folder: tools/get_sanitizer.sh puts 2026.4 (the nvidia-cuda-sanitizer-api 13.5.25
 #                wheel) in build-san2026/compute-sanitizer. It runs on the lent driver 580 and reads the
 #                megakernel's 2-layer steps racecheck-clean, where the box's 2025.3.1 reports the item code's
@@ -121,7 +122,10 @@ if has sanitize; then
   # MKG_SANITIZE_ENVS: ';'-separated sets of environment assignments, each run under every tool
   # (e.g. "MKG_MK_OPTS=2275;MKG_MK_OPTS=18659"); default one set that changes nothing.
   IFS=';' read -r -a env_sets <<<"${MKG_SANITIZE_ENVS:-MKG_SANITIZE_DEFAULT=1}"
-  san=${MKG_SANITIZER:-compute-sanitizer}
+  # The carried 2026.4 by default where tools/get_sanitizer.sh put it, else the box's own.
+  san_default=compute-sanitizer
+  [ -x "$root/build-san2026/compute-sanitizer" ] && san_default=build-san2026/compute-sanitizer
+  san=${MKG_SANITIZER:-$san_default}
   [ "$san" = compute-sanitizer ] || san=$(cd "$root" && realpath "$san")
   say "sanitizer: $san, $("$san" --version 2>&1 | grep -o 'Version [0-9.]*' | head -1)"
   nlog=0
