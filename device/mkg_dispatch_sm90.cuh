@@ -204,7 +204,8 @@ static __device__ __forceinline__ int mkg_dispatch_units(const mkg_gemm_params *
 // with ~170 branches, each taken branch into a cold instruction line a round trip to the L2 or
 // DRAM, on the launch's path to the producer's first load (d5 in bench/NOTES.md). Here every lane
 // loads its word with no branch (offsets unpacked from constants), the chosen schedule's facts
-// come from a chain of selects (mkg_dispatch_geom) and the checks are selects.
+// come from a table loaded beside the row (mkg_dispatch_geom_tab, v125; v90 had a chain of selects)
+// and the checks are selects.
 
 // A schedule's facts for the warp pick, one word: TM (bits 0-8), TN (9-17), SPLIT (18-22), the
 // dispatcher runs it (bit 23, mkg_dispatch_runs), it folds K chunks (bit 24,
@@ -216,25 +217,45 @@ static constexpr unsigned int mkg_dispatch_geom_word(int tm, int tn, int split, 
            (unsigned int)capable << 24 | (unsigned int)!pp << 25;
 }
 
-// The facts of schedule s as a chain of selects: no memory (a table in global or constant memory
-// is a cold miss per launch once the rotated operands have passed through the L2), no branch,
-// ~90 instructions run once, in sequence.
-static __device__ __forceinline__ unsigned int mkg_dispatch_geom(int s)
+// The facts of every schedule, one 64-bit entry each: mkg_dispatch_geom_word in the low word and
+// ceil(2^32 / TN) in the high word (ceil(n / TN) by a multiply, mkg_dispatch_div_tn). v125: the warp
+// pick loads this table beside the row (lane l entries l and l + 32), so its cold line costs no
+// round trip of its own, and picks the chosen entry with one shuffle; v90's chain of 44 dependent
+// selects and a runtime division were ~250 cycles on the launch's path (bench/NOTES.md, session 59).
+static constexpr unsigned long long mkg_dispatch_geom_entry(int tm, int tn, int split, bool runs, bool capable,
+                                                            bool pp)
 {
-    unsigned int g = 0u;
-#define MKG_X_GEOM(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                   \
-    g = s == MKG_SCHED_##name ? mkg_dispatch_geom_word(tm, tn, split, mkg_dispatch_row(cl, pp, tm, tn, st),   \
-                                                       mkg_dispatch_capable_row<tm, tn, tk, st, swap, pp>(), \
-                                                       pp != 0)                                              \
-                              : g;
+    return (unsigned long long)mkg_dispatch_geom_word(tm, tn, split, runs, capable, pp) |
+           ((0x100000000ull + (unsigned long long)tn - 1) / (unsigned long long)tn) << 32;
+}
+
+#define MKG_DISPATCH_GEOM_ENTRIES 64
+static_assert(MKG_SCHED_COUNT <= MKG_DISPATCH_GEOM_ENTRIES, "two table entries per lane of the warp pick");
+static __device__ const unsigned long long mkg_dispatch_geom_tab[MKG_DISPATCH_GEOM_ENTRIES] = {
+#define MKG_X_GEOM(name, tm, tn, tk, st, raster, group, swap, split, cl, pp)                                 \
+    mkg_dispatch_geom_entry(tm, tn, split, mkg_dispatch_row(cl, pp, tm, tn, st),                            \
+                            mkg_dispatch_capable_row<tm, tn, tk, st, swap, pp>(), pp != 0),
     MKG_SCHEDULE_LIST(MKG_X_GEOM)
 #undef MKG_X_GEOM
-    return g;
+};
+
+// ceil(n / tn) for 0 <= n < 2^31 and 1 <= tn <= 511, with inv = ceil(2^32 / tn): the multiply's
+// quotient of x = n + tn - 1 is floor(x / tn) or one more (x * (inv - 2^32 / tn) < 2^32), and the
+// one correction makes it exact.
+static __device__ __forceinline__ int mkg_dispatch_div_tn(int n, int tn, unsigned int inv)
+{
+    const unsigned int x = (unsigned int)n + (unsigned int)tn - 1u;
+    unsigned int q = __umulhi(x, inv);
+    q -= q * (unsigned int)tn > x ? 1u : 0u;
+    return (int)q;
 }
 
 #define MKG_X_GEOM_FITS(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) &&tm < 512 && tn < 512 && split < 32
 static_assert(true MKG_SCHEDULE_LIST(MKG_X_GEOM_FITS), "every row's TM, TN and SPLIT fit mkg_dispatch_geom_word");
 #undef MKG_X_GEOM_FITS
+#define MKG_X_TM_POW2(name, tm, tn, tk, st, raster, group, swap, split, cl, pp) &&(tm & (tm - 1)) == 0
+static_assert(true MKG_SCHEDULE_LIST(MKG_X_TM_POW2), "every row's TM is a power of two (the warp pick shifts by it)");
+#undef MKG_X_TM_POW2
 
 // Lanes of the warp pick: lane 0 loads M, lanes 1..MKG_PICK_SCHED - 1 one field each (a pointer
 // is two lanes), lanes MKG_PICK_SCHED.. the schedule bytes, four per lane; the lanes past them load
@@ -301,6 +322,9 @@ static __device__ __forceinline__ void mkg_dispatch_pick_warp(const mkg_layer_de
     const unsigned int word = lane < MKG_PICK_SCHED ? field : SCHED_WORD + (unsigned int)(lane - MKG_PICK_SCHED);
     const unsigned int *src = lane == 0 ? (const unsigned int *)(m_cur + layer)
                                         : (const unsigned int *)(rows + layer) + min(word, LAST_WORD);
+    // The schedule table's entries lane and lane + 32 go out with the row's word (independent loads).
+    const unsigned long long e0 = __ldg(&mkg_dispatch_geom_tab[lane]);
+    const unsigned long long e1 = __ldg(&mkg_dispatch_geom_tab[lane + 32]);
     const unsigned int v = *src;
     const int m = (int)__shfl_sync(all, v, 0);
     if (lane == 0 && v != 0x80000000u)           // a branch on the loaded word: the stamp waits for it
@@ -314,7 +338,8 @@ static __device__ __forceinline__ void mkg_dispatch_pick_warp(const mkg_layer_de
     const int b = mkg_bucket_of(m);
     const int bi = min(max(b, 0), MKG_MAX_BUCKETS - 1);
     const int sb = (int)((__shfl_sync(all, v, MKG_PICK_SCHED + bi / 4) >> (8 * (bi % 4))) & 0xFFu);
-    const unsigned int g = mkg_dispatch_geom(sb);
+    const unsigned long long e = __shfl_sync(all, sb < 32 ? e0 : e1, sb & 31);
+    const unsigned int g = sb < MKG_SCHED_COUNT ? (unsigned int)e : 0u;
     const bool runs = (g >> 23 & 1u) != 0u, capable = (g >> 24 & 1u) != 0u;
     const bool wide = MKG_DISPATCH_WIDE && chunks == 1 && !bscaled && (g >> 25 & 1u) != 0u;  // mkg_dispatch_wide_ok
     // The checks as selects, the last check first, so the first failing one decides.
@@ -327,9 +352,12 @@ static __device__ __forceinline__ void mkg_dispatch_pick_warp(const mkg_layer_de
     why = m < 1 || m > m_max ? MKG_DISPATCH_M_RANGE : why;
     why = !planned ? MKG_DISPATCH_NOT_PLANNED : why;
     // Units as mkg_unit_count counts them for a plain (CL = 1) launch (mkg_dispatch_units_of).
+    // TM is a power of two (MKG_X_TM_POW2 below): tiles along M by a shift; along N by the entry's
+    // reciprocal (only a valid pick's count is used, so an out-of-range M or schedule may give any).
     const int tm = max((int)(g & 0x1FFu), 1), tn = max((int)(g >> 9 & 0x1FFu), 1);
-    const int tiles_m = mkg_ceil_div(m, tm);
-    const int units = tiles_m * mkg_ceil_div(n, tn) * (CHUNKS ? mkg_split_count((int)(g >> 18 & 0x1Fu), chunks) : 1);
+    const int tiles_m = (int)(((unsigned int)m + (unsigned int)tm - 1u) >> (__ffs(tm) - 1));
+    const int units = tiles_m * mkg_dispatch_div_tn(n, tn, (unsigned int)(e >> 32)) *
+                      (CHUNKS ? mkg_split_count((int)(g >> 18 & 0x1Fu), chunks) : 1);
     if (lane == 0) {
         if (why != MKG_DISPATCH_OK)
             mkg_dispatch_fail(err, layer, why);
