@@ -352,7 +352,7 @@ static __device__ __forceinline__ void mkg_dispatch_pick_warp(const mkg_layer_de
     why = m < 1 || m > m_max ? MKG_DISPATCH_M_RANGE : why;
     why = !planned ? MKG_DISPATCH_NOT_PLANNED : why;
     // Units as mkg_unit_count counts them for a plain (CL = 1) launch (mkg_dispatch_units_of).
-    // TM is a power of two (MKG_X_TM_POW2 below): tiles along M by a shift; along N by the entry's
+    // TM is a power of two (MKG_X_TM_POW2's static_assert): tiles along M by a shift; along N by the entry's
     // reciprocal (only a valid pick's count is used, so an out-of-range M or schedule may give any).
     const int tm = max((int)(g & 0x1FFu), 1), tn = max((int)(g >> 9 & 0x1FFu), 1);
     const int tiles_m = (int)(((unsigned int)m + (unsigned int)tm - 1u) >> (__ffs(tm) - 1));
