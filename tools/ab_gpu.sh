@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# ab_gpu.sh OUT BASE NEW - on the GPU machine: one call's A/B of two builds made elsewhere and
+# carried as stripped binaries (the lent machine's copy of the repository has no build; building
+# both there costs minutes of device time). BASE and NEW are folders holding mkg_bench_gemm and
+# mkg_demo; NEW may also hold mkgemm_gpu_tests (run first: the whole GPU suite) and
+# mkg_demo_phases (a -DMKG_MK_PHASES=ON build: one decode b1 trace with unit phases). Writes
+# OUT/log.txt (the summary) and OUT/ab.tgz (every log, JSON and trace): the lent machine returns
+# at most 8 files.
+#   MKG_AB_ROUNDS     rounds of each comparison, the two builds alternating (3)
+#   MKG_AB_SHAPES     bench rows (bench/shapes_decode.csv); MKG_AB_SCHEDULES the bench's --schedules
+#                     filter (swap,sk8); MKG_AB_BENCH=0 skips the bench
+#   MKG_AB_DEMO_ENVS  ';'-separated environment sets, one more NEW demo run each (e.g.
+#                     "MKG_MK_KC=down:1024;MKG_MK_FORCE=qkv:m16n64k128_s8_swap_rn_g8@8")
+#   MKG_AB_SANITIZER  a compute-sanitizer binary: memcheck, racecheck and synccheck of NEW's
+#                     Megakernel.TwoLayerStepsForSanitizers, memcheck of its bf16 ragged sweep
+#                     (MKG_AB_SAN_SCHEDULES limits that sweep's rows, MKG_TEST_SCHEDULES)
+#   MKG_AB_BUDGET     seconds after which optional stages are skipped (420): the call limit is 600
+# Example (bins.tar.xz holds v/main and v/new): mkdir -p /tmp/cb && tar -xJf build-carry/bins.tar.xz
+#   -C /tmp/cb && bash tools/ab_gpu.sh "$OUT" /tmp/cb/v/main /tmp/cb/v/new
+set -u -o pipefail
+out=${1:?usage: tools/ab_gpu.sh OUT BASE NEW}
+base=$(realpath "${2:?BASE}")
+new=$(realpath "${3:?NEW}")
+root=$(cd "$(dirname "$0")/.." && pwd)
+r=$out/ab
+mkdir -p "$r"
+log=$out/log.txt
+rounds=${MKG_AB_ROUNDS:-3}
+budget=${MKG_AB_BUDGET:-420}
+say() { echo "== $(date -u +%T) $*" | tee -a "$log"; }
+late() { [ "$SECONDS" -gt "$budget" ] && say "skipped after ${SECONDS}s: $*"; }
+lines() { grep -E "^(decode|prefill) " "$1" | tee -a "$log"; }
+
+say "base $base  new $new"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv | tee -a "$log"
+
+# ---- the GPU test suite of NEW
+if [ -x "$new/mkgemm_gpu_tests" ]; then
+  say "GPU tests (new)"
+  (cd "$new" && timeout 300 ./mkgemm_gpu_tests) >"$r/gpu_tests_new.log" 2>&1
+  say "rc=$?"
+  grep -E "^\[  (PASSED|FAILED) |tests ran" "$r/gpu_tests_new.log" | tee -a "$log"
+fi
+
+# ---- bench rows, dispatched (the cost model's pick), the builds alternating
+if [ "${MKG_AB_BENCH:-1}" != 0 ]; then
+  for i in $(seq 1 "$rounds"); do
+    for v in base new; do
+      dir=$base; [ $v = new ] && dir=$new
+      timeout 120 "$dir/mkg_bench_gemm" --shapes "${MKG_AB_SHAPES:-$root/bench/shapes_decode.csv}" \
+        --schedules "${MKG_AB_SCHEDULES:-swap,sk8}" --commit "$v" --out "$r/bench_${v}_$i.json" \
+        >"$r/bench_${v}_$i.txt" 2>&1
+      say "bench $v round $i rc=$?"
+    done
+  done
+  python3 - "$r" <<'PY' | tee -a "$log"
+# Per row: the dispatched time of each round, both builds; the new build's shipped-kernel time of
+# each schedule the two picks name; bitwise = every dispatched C equal to the oracle's.
+import glob, json, sys
+r = sys.argv[1]
+def load(v):
+    rows = {}
+    for f in sorted(glob.glob(f"{r}/bench_{v}_*.json")):
+        for x in json.load(open(f))["rows"]:
+            rows.setdefault((x["shape"], x["M"]), []).append(x)
+    return rows
+a, b = load("base"), load("new")
+fmt = lambda xs: "/".join("%.2f" % x for x in xs)
+for k in sorted(a):
+    ra, rb = a[k], b.get(k, [])
+    if not rb:
+        continue
+    picks = sorted({ra[0]["schedule"], rb[0]["schedule"]})
+    shipped = " ".join("%s %s" % (p, fmt(x["schedules"].get(p) or 0 for x in rb)) for p in picks)
+    print("%-18s M=%4d base %-28s %s | new %-28s %s | shipped(new) %s | bitwise %s" % (
+        k[0], k[1], ra[0]["schedule"], fmt(x["mkg_us"] for x in ra), rb[0]["schedule"],
+        fmt(x["mkg_us"] for x in rb), shipped, all(x["dispatch_bitexact"] for x in ra + rb)))
+PY
+fi
+
+# ---- the megakernel demo, the builds alternating
+for i in $(seq 1 "$rounds"); do
+  late "demo round $i" && break
+  for v in base new; do
+    dir=$base; [ $v = new ] && dir=$new
+    say "demo $v round $i"
+    MKG_COMMIT=$v timeout 150 "$dir/mkg_demo" >"$r/demo_${v}_$i.txt" 2>&1
+    say "rc=$?"
+    lines "$r/demo_${v}_$i.txt"
+  done
+done
+IFS=';' read -r -a envs <<<"${MKG_AB_DEMO_ENVS:-}"
+n=0
+for e in "${envs[@]}"; do
+  late "demo $e" && break
+  n=$((n + 1))
+  say "demo new with $e"
+  # shellcheck disable=SC2086
+  env $e MKG_COMMIT=new-env$n timeout 150 "$new/mkg_demo" >"$r/demo_new_env$n.txt" 2>&1
+  say "rc=$?"
+  lines "$r/demo_new_env$n.txt"
+done
+
+# ---- one decode b1 step of NEW with unit phases
+if [ -x "$new/mkg_demo_phases" ] && ! late "phases trace"; then
+  say "phases trace (new, decode b1)"
+  MKG_COMMIT=new-phases timeout 150 "$new/mkg_demo_phases" --trace "$r/trace_phases_new.json" \
+    >"$r/demo_phases_new.txt" 2>&1
+  say "rc=$?"
+  python3 "$root/tools/trace_summary.py" "$r/trace_phases_new.json" >"$r/trace_phases_new_summary.txt" 2>&1
+  gzip -f "$r/trace_phases_new.json"
+fi
+
+# ---- compute-sanitizer on NEW
+san=${MKG_AB_SANITIZER:-}
+if [ -n "$san" ] && [ -x "$new/mkgemm_gpu_tests" ] && ! late "sanitizers"; then
+  say "sanitizer $("$san" --version 2>&1 | grep -o 'Version [0-9.]*' | head -1)"
+  for tool in memcheck racecheck synccheck; do
+    MKG_TEST_QUICK=1 timeout 100 "$san" --tool $tool --error-exitcode 9 "$new/mkgemm_gpu_tests" \
+      --gtest_filter=Megakernel.TwoLayerStepsForSanitizers >"$r/san_mk2layer_$tool.log" 2>&1
+    say "$tool 2-layer steps rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$r/san_mk2layer_$tool.log" | tail -1)"
+  done
+  MKG_TEST_QUICK=1 MKG_TEST_SCHEDULES=${MKG_AB_SAN_SCHEDULES:-} timeout 100 "$san" --tool memcheck \
+    --error-exitcode 9 "$new/mkgemm_gpu_tests" --gtest_filter=Gpu.EveryScheduleRaggedShapesBf16 \
+    >"$r/san_ragged_memcheck.log" 2>&1
+  say "memcheck ragged sweep rc=$? $(grep -E 'ERROR SUMMARY' "$r/san_ragged_memcheck.log" | tail -1)"
+fi
+
+say "done after ${SECONDS}s"
+tar -czf "$out/ab.tgz" -C "$out" ab
