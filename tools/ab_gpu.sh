@@ -11,9 +11,10 @@
 #                     filter (swap,sk8); MKG_AB_BENCH=0 skips the bench
 #   MKG_AB_DEMO_ENVS  ';'-separated environment sets, one more NEW demo run each (e.g.
 #                     "MKG_MK_KC=down:1024;MKG_MK_FORCE=qkv:m16n64k128_s8_swap_rn_g8@8")
-#   MKG_AB_SANITIZER  a compute-sanitizer binary: memcheck, racecheck and synccheck of NEW's
-#                     Megakernel.TwoLayerStepsForSanitizers, memcheck of its bf16 ragged sweep
-#                     (MKG_AB_SAN_SCHEDULES limits that sweep's rows, MKG_TEST_SCHEDULES)
+#   MKG_AB_SANITIZER  a compute-sanitizer binary: bench/run_gpu.sh's sanitize stage on NEW's tests
+#                     (memcheck and synccheck of Megakernel.TwoLayerStepsForSanitizers and the bf16
+#                     ragged sweep, racecheck of the former; MKG_AB_SAN_SCHEDULES limits the sweep's
+#                     rows, MKG_TEST_SCHEDULES)
 #   MKG_AB_BUDGET     seconds after which optional stages are skipped (420): the call limit is 600
 # Example (bins.tar.xz holds v/main and v/new): mkdir -p /tmp/cb && tar -xJf build-carry/bins.tar.xz
 #   -C /tmp/cb && bash tools/ab_gpu.sh "$OUT" /tmp/cb/v/main /tmp/cb/v/new
@@ -111,19 +112,15 @@ if [ -x "$new/mkg_demo_phases" ] && ! late "phases trace"; then
   gzip -f "$r/trace_phases_new.json"
 fi
 
-# ---- compute-sanitizer on NEW
+# ---- compute-sanitizer on NEW: bench/run_gpu.sh's sanitize stage, pointed at NEW's test binary
 san=${MKG_AB_SANITIZER:-}
 if [ -n "$san" ] && [ -x "$new/mkgemm_gpu_tests" ] && ! late "sanitizers"; then
-  say "sanitizer $("$san" --version 2>&1 | grep -o 'Version [0-9.]*' | head -1)"
-  for tool in memcheck racecheck synccheck; do
-    MKG_TEST_QUICK=1 timeout 100 "$san" --tool $tool --error-exitcode 9 "$new/mkgemm_gpu_tests" \
-      --gtest_filter=Megakernel.TwoLayerStepsForSanitizers >"$r/san_mk2layer_$tool.log" 2>&1
-    say "$tool 2-layer steps rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$r/san_mk2layer_$tool.log" | tail -1)"
-  done
-  MKG_TEST_QUICK=1 MKG_TEST_SCHEDULES=${MKG_AB_SAN_SCHEDULES:-} timeout 100 "$san" --tool memcheck \
-    --error-exitcode 9 "$new/mkgemm_gpu_tests" --gtest_filter=Gpu.EveryScheduleRaggedShapesBf16 \
-    >"$r/san_ragged_memcheck.log" 2>&1
-  say "memcheck ragged sweep rc=$? $(grep -E 'ERROR SUMMARY' "$r/san_ragged_memcheck.log" | tail -1)"
+  mkdir -p /tmp/ab_san_build/tests && ln -sf "$new/mkgemm_gpu_tests" /tmp/ab_san_build/tests/
+  MKG_STAGES=sanitize MKG_BUILD_DIR=/tmp/ab_san_build MKG_SANITIZER="$san" MKG_COMMIT=new \
+    MKG_SANITIZE_FILTER="Megakernel.TwoLayerStepsForSanitizers:Gpu.EveryScheduleRaggedShapesBf16" \
+    MKG_SANITIZE_RACE_FILTER=Megakernel.TwoLayerStepsForSanitizers MKG_SANITIZE_TIMEOUT=150 \
+    MKG_TEST_SCHEDULES=${MKG_AB_SAN_SCHEDULES:-} bash "$root/bench/run_gpu.sh" "$r/sanitize" >/dev/null 2>&1
+  grep -E "sanitizer:|run [0-9]+ \(|^  " "$r/sanitize/log.txt" | tee -a "$log"
 fi
 
 say "done after ${SECONDS}s"
