@@ -120,7 +120,7 @@ if [ -n "$san" ] && [ -x "$new/mkgemm_gpu_tests" ] && ! late "sanitizers"; then
     MKG_SANITIZE_FILTER="Megakernel.TwoLayerStepsForSanitizers:Gpu.EveryScheduleRaggedShapesBf16" \
     MKG_SANITIZE_RACE_FILTER=Megakernel.TwoLayerStepsForSanitizers MKG_SANITIZE_TIMEOUT=150 \
     MKG_TEST_SCHEDULES=${MKG_AB_SAN_SCHEDULES:-} bash "$root/bench/run_gpu.sh" "$r/sanitize" >/dev/null 2>&1
-  grep -E "sanitizer:|run [0-9]+ \(|^  " "$r/sanitize/log.txt" | tee -a "$log"
+  grep -E "sanitizer:|run [0-9]+ \(|^  [^ ]" "$r/sanitize/log.txt" | tee -a "$log"
 fi
 
 say "done after ${SECONDS}s"
