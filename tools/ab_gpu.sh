@@ -16,6 +16,10 @@
 #                     ragged sweep, racecheck of the former; MKG_AB_SAN_SCHEDULES limits the sweep's
 #                     rows, MKG_TEST_SCHEDULES)
 #   MKG_AB_BUDGET     seconds after which optional stages are skipped (420): the call limit is 600
+#   MKG_AB_JSON       1: BASE's demo with --out and a decode b1 trace first (ab/megakernel_base.json: the
+#                     refresh of bench/results/megakernel.json; MKG_AB_BASE_COMMIT names its commit)
+#   MKG_AB_TRACE_ENVS ';'-separated environment sets, one traced NEW demo each (and its phases twin where
+#                     NEW holds mkg_demo_phases), each trace summarized (e.g. "MKG_MK_OPTS=532809955")
 # Example (bins.tar.xz holds v/main and v/new): mkdir -p /tmp/cb && tar -xJf build-carry/bins.tar.xz
 #   -C /tmp/cb && bash tools/ab_gpu.sh "$OUT" /tmp/cb/v/main /tmp/cb/v/new
 set -u -o pipefail
@@ -42,6 +46,36 @@ if [ -x "$new/mkgemm_gpu_tests" ]; then
   say "rc=$?"
   grep -E "^\[  (PASSED|FAILED) |tests ran" "$r/gpu_tests_new.log" | tee -a "$log"
 fi
+
+# ---- BASE's demo JSON and decode b1 trace (the results refresh)
+if [ "${MKG_AB_JSON:-0}" != 0 ]; then
+  say "demo JSON and trace (base)"
+  MKG_COMMIT=base timeout 200 "$base/mkg_demo" --out "$r/megakernel_base.json" --trace "$r/trace_base.json" \
+    --commit "${MKG_AB_BASE_COMMIT:-base}" >"$r/demo_json_base.txt" 2>&1
+  say "rc=$?"
+  lines "$r/demo_json_base.txt"
+  python3 "$root/tools/trace_summary.py" "$r/trace_base.json" >"$r/trace_base_summary.txt" 2>&1
+  [ -f "$r/trace_base.json" ] && gzip -f "$r/trace_base.json"
+fi
+
+# ---- NEW traced under each MKG_AB_TRACE_ENVS set
+IFS=';' read -r -a tenvs <<<"${MKG_AB_TRACE_ENVS:-}"
+n=0
+for e in "${tenvs[@]}"; do
+  n=$((n + 1))
+  for d in mkg_demo mkg_demo_phases; do
+    [ -x "$new/$d" ] || continue
+    late "traced $d with $e" && break 2
+    t=$r/trace_new_env${n}_$d.json
+    say "traced $d (new) with $e"
+    # shellcheck disable=SC2086
+    env $e MKG_COMMIT=new-trace$n timeout 150 "$new/$d" --trace "$t" >"${t%.json}.txt" 2>&1
+    say "rc=$?"
+    lines "${t%.json}.txt"
+    python3 "$root/tools/trace_summary.py" "$t" >"${t%.json}_summary.txt" 2>&1
+    [ -f "$t" ] && gzip -f "$t"
+  done
+done
 
 # ---- bench rows, dispatched (the cost model's pick), the builds alternating
 if [ "${MKG_AB_BENCH:-1}" != 0 ]; then
